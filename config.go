@@ -1,0 +1,112 @@
+package healthroute
+
+import (
+	"fmt"
+	"net/netip"
+
+	"github.com/coredns/coredns/plugin/pkg/fall"
+	"github.com/healthroute/healthroute/health"
+)
+
+// Policy is a record set's routing policy.
+type Policy uint8
+
+// The routing policies; the names are the Corefile spellings.
+const (
+	Simple Policy = iota + 1
+	Weighted
+	Latency
+	Failover
+	Geolocation
+	Geoproximity
+	Multivalue
+	IPBased
+)
+
+var policyNames = [...]string{Simple: "simple", Weighted: "weighted", Latency: "latency", Failover: "failover",
+	Geolocation: "geolocation", Geoproximity: "geoproximity", Multivalue: "multivalue", IPBased: "ip"}
+
+func (p Policy) String() string {
+	if int(p) < len(policyNames) {
+		return policyNames[p]
+	}
+	return fmt.Sprintf("policy(%d)", uint8(p))
+}
+
+// Kind is what a member's target is.
+type Kind uint8
+
+// Member target kinds.
+const (
+	KindA Kind = iota + 1
+	KindAAAA
+	KindCNAME
+	KindAlias
+)
+
+var kindNames = [...]string{KindA: "A", KindAAAA: "AAAA", KindCNAME: "CNAME", KindAlias: "alias"}
+
+func (k Kind) String() string { return kindNames[k] }
+
+// Role is a failover member's role.
+type Role uint8
+
+// Failover roles.
+const (
+	Primary Role = iota + 1
+	Secondary
+)
+
+// Config is a parsed and validated healthroute block.
+type Config struct {
+	Zones   []string
+	TTL     uint32
+	Fall    fall.F
+	Regions map[string]Region
+	Checks  map[string]*health.Spec // by name
+	Records []*RecordSet            // in Corefile order
+	MaxInFlight int
+}
+
+// Region is a named place, for latency and geoproximity.
+type Region struct {
+	Name     string
+	Lat, Lon float64
+}
+
+// RecordSet is one `record NAME POLICY { ... }` block: every member, of every type.
+type RecordSet struct {
+	Name    string // normalized, may start with "*."
+	Policy  Policy
+	Members []*Member
+	pos     pos
+}
+
+// Member is one line of a record block: the policy key, the target and the options.
+type Member struct {
+	Kind   Kind
+	Addrs  []netip.Addr // A and AAAA targets
+	Target string       // CNAME or alias target name, normalized
+	Check  *health.Spec // nil: no health check (always healthy)
+	ETH    bool         // evaluate target health (alias only)
+	ID     string       // set identifier
+
+	checkName string // as written; resolved to Check by validate
+
+	Weight uint8  // weighted
+	Region string // latency
+	Role   Role   // failover
+
+	pos pos
+}
+
+// pos is a place in a Corefile, for errors found after the block was read.
+type pos struct {
+	file string
+	line int
+}
+
+// errorf formats an error the way caddy's Dispenser.Errf does, at p.
+func (p pos) errorf(format string, args ...any) error {
+	return fmt.Errorf("%s:%d - Error during parsing: %s", p.file, p.line, fmt.Sprintf(format, args...))
+}

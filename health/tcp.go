@@ -1,0 +1,26 @@
+package health
+
+import (
+	"context"
+	"net"
+)
+
+type tcpChecker struct{ addr string }
+
+func newTCPChecker(spec *Spec) (Checker, error) {
+	if _, _, err := net.SplitHostPort(spec.Target); err != nil {
+		return nil, err
+	}
+	return tcpChecker{addr: spec.Target}, nil
+}
+
+// Check passes when a TCP connection is established before ctx ends (the scheduler
+// gives it the check's timeout, 10 s by default as on Route 53).
+func (t tcpChecker) Check(ctx context.Context) error {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", t.addr)
+	if err != nil {
+		return err
+	}
+	return c.Close()
+}

@@ -1,0 +1,153 @@
+// Package healthroute is a CoreDNS plugin that answers from record sets with Route 53
+// routing policies, steered by background health checks.
+package healthroute
+
+import (
+	"context"
+	"net"
+	"net/netip"
+
+	"github.com/coredns/coredns/plugin"
+	"github.com/coredns/coredns/request"
+	"github.com/miekg/dns"
+)
+
+// HealthRoute is the plugin handler of one server block.
+type HealthRoute struct {
+	Next plugin.Handler
+
+	cfg      *Config
+	resolver *Resolver
+	reg      *registry
+	stop     func() // ends the snapshot subscription
+}
+
+// New returns the handler for cfg; it starts nothing until OnStartup.
+func New(cfg *Config, reg *registry) *HealthRoute {
+	return &HealthRoute{cfg: cfg, resolver: NewResolver(cfg), reg: reg}
+}
+
+// Name implements plugin.Handler.
+func (h *HealthRoute) Name() string { return pluginName }
+
+// ServeDNS implements plugin.Handler.
+func (h *HealthRoute) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
+	state := request.Request{W: w, Req: r}
+	zone := plugin.Zones(h.cfg.Zones).Matches(state.Name())
+	if zone == "" {
+		return plugin.NextOrFailure(h.Name(), h.Next, ctx, w, r)
+	}
+	cl, ecs, ok := client(w, r)
+	if !ok {
+		return dns.RcodeFormatError, nil // nothing written: the server answers FORMERR
+	}
+	ans := h.resolver.Resolve(Query{Name: state.Name(), Type: state.QType(), Client: cl}) // lock-free
+	if ans.Rcode == dns.RcodeNameError && h.cfg.Fall.Through(state.Name()) {
+		return plugin.NextOrFailure(h.Name(), h.Next, ctx, w, r)
+	}
+	m := new(dns.Msg)
+	m.SetReply(r)
+	m.Authoritative, m.Rcode, m.Answer, m.Ns = true, ans.Rcode, ans.RRs, ans.Ns // shared, read-only
+	if ecs != nil {
+		echoECS(m, r, ecs, ans.Scope)
+	}
+	w.WriteMsg(m)
+	return dns.RcodeSuccess, nil
+}
+
+// client returns where the query comes from: the EDNS Client Subnet prefix when the
+// query has one (ROUTE53.md 3.4), else the source address. ok is false for an ECS
+// option that RFC 7871 calls malformed.
+func client(w dns.ResponseWriter, r *dns.Msg) (cl netip.Prefix, ecs *dns.EDNS0_SUBNET, ok bool) {
+	if o := r.IsEdns0(); o != nil {
+		for _, opt := range o.Option {
+			e, isECS := opt.(*dns.EDNS0_SUBNET)
+			if !isECS {
+				continue
+			}
+			addr, okAddr := netip.AddrFromSlice(e.Address)
+			bits := int(e.SourceNetmask)
+			switch {
+			case !okAddr, e.SourceScope != 0:
+				return netip.Prefix{}, nil, false
+			case e.Family == 1 && addr.Unmap().Is4() && bits <= 32:
+				addr = addr.Unmap()
+			case e.Family == 2 && addr.Is6() && bits <= 128:
+			default:
+				return netip.Prefix{}, nil, false
+			}
+			p, err := addr.Prefix(bits)
+			if err != nil {
+				return netip.Prefix{}, nil, false
+			}
+			return p, e, true
+		}
+	}
+	var a netip.Addr
+	switch ra := w.RemoteAddr().(type) {
+	case *net.UDPAddr:
+		a = ra.AddrPort().Addr()
+	case *net.TCPAddr:
+		a = ra.AddrPort().Addr()
+	}
+	a = a.Unmap()
+	if !a.IsValid() {
+		return netip.Prefix{}, nil, true
+	}
+	return netip.PrefixFrom(a, a.BitLen()), nil, true
+}
+
+// echoECS adds the ECS option to the reply as RFC 7871 asks: the query's family,
+// source prefix and address, with the scope the answer depended on.
+func echoECS(m, r *dns.Msg, ecs *dns.EDNS0_SUBNET, scope uint8) {
+	o := r.IsEdns0()
+	m.SetEdns0(o.UDPSize(), o.Do())
+	m.IsEdns0().Option = append(m.IsEdns0().Option, &dns.EDNS0_SUBNET{
+		Code: dns.EDNS0SUBNET, Family: ecs.Family, SourceNetmask: ecs.SourceNetmask,
+		SourceScope: scope, Address: ecs.Address,
+	})
+}
+
+// Ready implements ready.Readiness: true once every enabled check of this block has
+// a first result (disabled checks need none, calculated ones need their children's).
+func (h *HealthRoute) Ready() bool {
+	snap := h.resolver.table.Load().snap
+	for _, s := range h.cfg.Checks {
+		if !snap.Seen(s) {
+			return false
+		}
+	}
+	return true
+}
+
+// OnStartup acquires the process-wide scheduler, starts this block's checks and
+// subscribes the resolver to health snapshots.
+func (h *HealthRoute) OnStartup() error {
+	sched := h.reg.acquire(h.cfg)
+	specs := h.specs()
+	sched.Acquire(specs)
+	h.stop = sched.Subscribe(h.resolver.Publish)
+	return nil
+}
+
+// OnShutdown releases what OnStartup acquired; on reload it runs after the new
+// instance's OnStartup, so unchanged checks keep running.
+func (h *HealthRoute) OnShutdown() error {
+	if h.stop == nil {
+		return nil
+	}
+	h.stop()
+	h.stop = nil
+	h.reg.scheduler().Release(h.specs())
+	h.reg.release()
+	return nil
+}
+
+// specs is every check of the block.
+func (h *HealthRoute) specs() []*healthSpec {
+	out := make([]*healthSpec, 0, len(h.cfg.Checks))
+	for _, s := range h.cfg.Checks {
+		out = append(out, s)
+	}
+	return out
+}

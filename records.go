@@ -1,0 +1,353 @@
+package healthroute
+
+import (
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"github.com/coredns/caddy"
+	"github.com/coredns/coredns/plugin"
+	"github.com/miekg/dns"
+)
+
+// parsePolicy maps a Corefile spelling to a Policy. Policies whose selection is not
+// built yet are refused here, with a clear message, rather than answering wrongly.
+func parsePolicy(s string) (Policy, bool) {
+	for p, n := range policyNames {
+		if n != "" && n == s {
+			return Policy(p), supported[Policy(p)]
+		}
+	}
+	return 0, false
+}
+
+// supported lists the policies the resolver implements.
+var supported = map[Policy]bool{Simple: true, Weighted: true, Failover: true, Multivalue: true}
+
+// parseRecord reads `record NAME POLICY { MEMBERS }`.
+func parseRecord(c *caddy.Controller, cfg *Config) (*RecordSet, error) {
+	args := c.RemainingArgs()
+	if len(args) != 2 {
+		return nil, c.ArgErr()
+	}
+	name, ok := normalizeName(args[0], true)
+	if !ok {
+		return nil, c.Errf("record: invalid name '%s', expected a domain name (a leading '*.' label makes a wildcard)", args[0])
+	}
+	if plugin.Zones(cfg.Zones).Matches(strings.TrimPrefix(name, "*.")) == "" {
+		return nil, c.Errf("record %s: not within the zones %s", name, strings.Join(cfg.Zones, " "))
+	}
+	pol, ok := parsePolicy(strings.ToLower(args[1]))
+	if !ok {
+		return nil, c.Errf("record %s: unknown or unsupported policy '%s', expected simple, weighted, failover or multivalue", name, args[1])
+	}
+	rs := &RecordSet{Name: name, Policy: pol, pos: pos{c.File(), c.Line()}}
+	if !c.NextArg() {
+		return nil, c.Errf("record %s: expected '{' and a member on each line", name)
+	}
+	for c.Next() {
+		if c.Val() == "}" {
+			if len(rs.Members) == 0 {
+				return nil, c.Errf("record %s: no members", name)
+			}
+			return rs, nil
+		}
+		m, err := parseMember(c, rs, append([]string{c.Val()}, c.RemainingArgs()...))
+		if err != nil {
+			return nil, err
+		}
+		rs.Members = append(rs.Members, m)
+	}
+	return nil, c.EOFErr()
+}
+
+// policyKeys says what a member line of each policy starts with, for error messages.
+var policyKeys = map[Policy]string{
+	Simple:     "a target (A, AAAA, CNAME or alias)",
+	Weighted:   "'weight N'",
+	Latency:    "'region NAME'",
+	Failover:   "'primary' or 'secondary'",
+	Multivalue: "'value'",
+}
+
+// parseMember reads one member line: policy key, target, options.
+func parseMember(c *caddy.Controller, rs *RecordSet, a []string) (*Member, error) {
+	m := &Member{pos: pos{c.File(), c.Line()}}
+	bad := func() error {
+		return c.Errf("record %s: '%s' is not a member key of %s records, expected %s", rs.Name, a[0], rs.Policy, policyKeys[rs.Policy])
+	}
+	switch rs.Policy {
+	case Simple:
+	case Weighted:
+		if a[0] != "weight" {
+			return nil, bad()
+		}
+		if len(a) < 2 {
+			return nil, c.ArgErr()
+		}
+		w, err := strconv.Atoi(a[1])
+		if err != nil || w < 0 || w > 255 {
+			return nil, c.Errf("record %s: weight: invalid value '%s', expected a number from 0 to 255", rs.Name, a[1])
+		}
+		m.Weight, a = uint8(w), a[2:]
+	case Failover:
+		switch a[0] {
+		case "primary":
+			m.Role = Primary
+		case "secondary":
+			m.Role = Secondary
+		default:
+			return nil, bad()
+		}
+		a = a[1:]
+	case Multivalue:
+		if a[0] != "value" {
+			return nil, bad()
+		}
+		a = a[1:]
+	}
+	if len(a) == 0 {
+		return nil, c.Errf("record %s: missing target, expected A, AAAA, CNAME or alias", rs.Name)
+	}
+	switch strings.ToUpper(a[0]) {
+	case "A", "AAAA":
+		m.Kind = KindA
+		if strings.ToUpper(a[0]) == "AAAA" {
+			m.Kind = KindAAAA
+		}
+		a = a[1:]
+		for len(a) > 0 && !isOption(a[0]) {
+			ip, err := netip.ParseAddr(a[0])
+			if err != nil || ip.Zone() != "" || (m.Kind == KindA) != ip.Is4() {
+				return nil, c.Errf("record %s: invalid %s address '%s'", rs.Name, m.Kind, a[0])
+			}
+			m.Addrs, a = append(m.Addrs, ip), a[1:]
+		}
+		if len(m.Addrs) == 0 {
+			return nil, c.Errf("record %s: %s needs at least one address", rs.Name, m.Kind)
+		}
+	case "CNAME", "ALIAS":
+		m.Kind = KindCNAME
+		if strings.ToUpper(a[0]) == "ALIAS" {
+			m.Kind, m.ETH = KindAlias, true // ROUTE53.md decision 10: on by default
+		}
+		if len(a) < 2 {
+			return nil, c.Errf("record %s: %s needs a target name", rs.Name, a[0])
+		}
+		t, ok := normalizeName(a[1], false)
+		if !ok {
+			return nil, c.Errf("record %s: invalid %s target '%s', expected a domain name", rs.Name, a[0], a[1])
+		}
+		m.Target, a = t, a[2:]
+	default:
+		if rs.Policy == Simple {
+			return nil, bad()
+		}
+		return nil, c.Errf("record %s: unknown target type '%s', expected A, AAAA, CNAME or alias", rs.Name, a[0])
+	}
+	for len(a) > 0 {
+		switch a[0] {
+		case "check":
+			if len(a) < 2 {
+				return nil, c.Errf("record %s: check needs a check name", rs.Name)
+			}
+			m.checkName, a = a[1], a[2:]
+		case "id":
+			if len(a) < 2 {
+				return nil, c.Errf("record %s: id needs a set identifier", rs.Name)
+			}
+			m.ID, a = a[1], a[2:]
+		case "evaluate_target_health":
+			if m.Kind != KindAlias {
+				return nil, c.Errf("record %s: evaluate_target_health applies to alias targets only", rs.Name)
+			}
+			m.ETH, a = true, a[1:]
+			if len(a) > 0 && !isOption(a[0]) {
+				switch a[0] {
+				case "yes":
+				case "no":
+					m.ETH = false
+				default:
+					return nil, c.Errf("record %s: evaluate_target_health: invalid value '%s', expected yes or no", rs.Name, a[0])
+				}
+				a = a[1:]
+			}
+		default:
+			return nil, c.Errf("record %s: unknown member option '%s', expected check, evaluate_target_health or id", rs.Name, a[0])
+		}
+	}
+	if m.ID == "" {
+		m.ID = defaultID(m)
+	}
+	return m, nil
+}
+
+func isOption(s string) bool {
+	return s == "check" || s == "id" || s == "evaluate_target_health"
+}
+
+// defaultID derives a stable set identifier from the member's key and target.
+func defaultID(m *Member) string {
+	var key string
+	switch {
+	case m.Role == Primary:
+		key = "primary-"
+	case m.Role == Secondary:
+		key = "secondary-"
+	}
+	switch m.Kind {
+	case KindA, KindAAAA:
+		return key + m.Addrs[0].String()
+	default:
+		return key + strings.TrimSuffix(m.Target, ".")
+	}
+}
+
+// validate checks what needs the whole block: check and alias targets, cycles, set
+// identifiers, per-group membership rules and type clashes.
+func validate(cfg *Config) error {
+	sets := map[string]*RecordSet{}
+	for _, rs := range cfg.Records {
+		if prev, dup := sets[rs.Name]; dup {
+			return rs.pos.errorf("record %s: defined twice (first at line %d); put every member in one block", rs.Name, prev.pos.line)
+		}
+		sets[rs.Name] = rs
+	}
+	for _, rs := range cfg.Records {
+		ids := map[string]bool{}
+		for _, m := range rs.Members {
+			if ids[m.ID] {
+				return m.pos.errorf("record %s: duplicate set identifier '%s', give each member a unique id", rs.Name, m.ID)
+			}
+			ids[m.ID] = true
+			if m.checkName != "" {
+				spec, ok := cfg.Checks[m.checkName]
+				if !ok {
+					return m.pos.errorf("record %s: unknown check '%s'", rs.Name, m.checkName)
+				}
+				m.Check = spec
+			}
+			if m.Kind == KindAlias {
+				if _, ok := sets[m.Target]; !ok {
+					return m.pos.errorf("record %s: unknown alias target '%s', expected a record defined in this block", rs.Name, m.Target)
+				}
+			}
+			if rs.Policy == Multivalue && (m.Kind == KindAlias || m.Kind == KindCNAME) {
+				return m.pos.errorf("record %s: multivalue members must be A or AAAA, not %s", rs.Name, m.Kind)
+			}
+		}
+	}
+	// Alias cycles, then which types each name serves (aliases inherit their targets').
+	served := map[string]kinds{}
+	state := map[string]int{}
+	var visit func(rs *RecordSet, path []string) error
+	visit = func(rs *RecordSet, path []string) error {
+		switch state[rs.Name] {
+		case 1:
+			return rs.pos.errorf("record %s: alias cycle: %s", rs.Name, strings.Join(append(path, rs.Name), " -> "))
+		case 2:
+			return nil
+		}
+		state[rs.Name] = 1
+		var k kinds
+		for _, m := range rs.Members {
+			if m.Kind != KindAlias {
+				k = k.with(m.Kind)
+				continue
+			}
+			t := sets[m.Target]
+			if err := visit(t, append(path, rs.Name)); err != nil {
+				return err
+			}
+			if served[t.Name] == 0 {
+				return m.pos.errorf("record %s: alias target '%s' serves no records", rs.Name, m.Target)
+			}
+			k |= served[t.Name]
+		}
+		if k.has(KindCNAME) && (k.has(KindA) || k.has(KindAAAA)) {
+			return rs.pos.errorf("record %s: CNAME and A/AAAA at one name (directly or through aliases); a CNAME must be alone", rs.Name)
+		}
+		served[rs.Name] = k
+		state[rs.Name] = 2
+		return nil
+	}
+	for _, rs := range cfg.Records {
+		if err := visit(rs, nil); err != nil {
+			return err
+		}
+	}
+	// Per type group rules (A and AAAA members form separate groups).
+	for _, rs := range cfg.Records {
+		for _, t := range []Kind{KindA, KindAAAA, KindCNAME} {
+			var group []*Member
+			for _, m := range rs.Members {
+				if m.Kind == t || (m.Kind == KindAlias && served[m.Target].has(t)) {
+					group = append(group, m)
+				}
+			}
+			if err := validateGroup(rs, t, group); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func validateGroup(rs *RecordSet, t Kind, group []*Member) error {
+	if len(group) == 0 {
+		return nil
+	}
+	switch rs.Policy {
+	case Simple:
+		if len(group) > 1 {
+			return group[1].pos.errorf("record %s: a simple record has one member per type, found %d for %s; list several addresses on one line", rs.Name, len(group), t)
+		}
+	case Failover:
+		var p, s int
+		for _, m := range group {
+			if m.Role == Primary {
+				p++
+			} else {
+				s++
+			}
+			if p > 1 || s > 1 {
+				return m.pos.errorf("record %s: failover has one primary and one secondary per type, found a second %s", rs.Name, roleName(m.Role))
+			}
+		}
+		if p == 0 {
+			return rs.pos.errorf("record %s: failover %s group has no primary", rs.Name, t)
+		}
+	case Weighted:
+		if len(group) > 100 {
+			return group[100].pos.errorf("record %s: at most 100 weighted members per type, found %d", rs.Name, len(group))
+		}
+	}
+	return nil
+}
+
+func roleName(r Role) string {
+	if r == Primary {
+		return "primary"
+	}
+	return "secondary"
+}
+
+// kinds is a set of Kind.
+type kinds uint8
+
+func (k kinds) with(x Kind) kinds { return k | 1<<x }
+func (k kinds) has(x Kind) bool   { return k&(1<<x) != 0 }
+
+// qtypeKind maps a member kind to its RR type.
+func (k Kind) qtype() uint16 {
+	switch k {
+	case KindA:
+		return dns.TypeA
+	case KindAAAA:
+		return dns.TypeAAAA
+	case KindCNAME:
+		return dns.TypeCNAME
+	}
+	panic(fmt.Sprintf("kind %s has no RR type", k))
+}

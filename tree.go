@@ -1,0 +1,501 @@
+package healthroute
+
+import (
+	"math/rand/v2"
+	"net/netip"
+	"strings"
+	"sync/atomic"
+
+	"github.com/coredns/coredns/plugin"
+	"github.com/miekg/dns"
+
+	"github.com/healthroute/healthroute/health"
+)
+
+// The routing tree has two layers. A plan is built once per configuration: one node
+// per (entry name, record set, type), with every leaf's RRs prebuilt for the name a
+// client asks for (alias answers are flattened, ROUTE53.md 3.3). A table is built from
+// a plan and a health snapshot each time health changes: for every node, the members a
+// query may pick and how. Queries read one table through an atomic pointer and never
+// evaluate health themselves.
+
+// node is one record group (a record set's members of one type) as reached from one
+// entry name.
+type node struct {
+	id      int // index into table.st
+	set     *RecordSet
+	qtype   uint16
+	members []mnode
+}
+
+// mnode is a member of a node: a leaf with prebuilt RRs, or an alias to a child node.
+type mnode struct {
+	m     *Member
+	rrs   []dns.RR // leaf RRs, owner = the entry name; capped, never mutated
+	child *node    // alias target
+}
+
+// entry is what a name answers: one node per type it serves.
+type entry struct {
+	a, aaaa, cname *node
+	wild           bool // owner is "*.parent": answers carry the query name
+}
+
+// plan is the health-independent part of the routing tree.
+type plan struct {
+	ttl    uint32
+	zones  []string
+	names  map[string]*entry // exact owners
+	wild   map[string]*entry // wildcard owners, keyed by the parent of "*."
+	exists map[string]bool   // every owner and empty non-terminal
+	soa    map[string][]dns.RR
+	nodes  []*node
+	checks []*health.Spec // every check the records use, children included
+}
+
+func newPlan(cfg *Config) *plan {
+	p := &plan{ttl: cfg.TTL, zones: cfg.Zones, names: map[string]*entry{}, wild: map[string]*entry{},
+		exists: map[string]bool{}, soa: map[string][]dns.RR{}}
+	sets := map[string]*RecordSet{}
+	for _, rs := range cfg.Records {
+		sets[rs.Name] = rs
+	}
+	for _, z := range cfg.Zones {
+		p.soa[z] = []dns.RR{soa(z, cfg.TTL)}
+	}
+	for _, rs := range cfg.Records {
+		memo := map[memoKey]*node{}
+		e := &entry{wild: strings.HasPrefix(rs.Name, "*.")}
+		e.a = p.build(rs.Name, rs, dns.TypeA, sets, memo)
+		e.aaaa = p.build(rs.Name, rs, dns.TypeAAAA, sets, memo)
+		e.cname = p.build(rs.Name, rs, dns.TypeCNAME, sets, memo)
+		if e.wild {
+			p.wild[rs.Name[2:]] = e
+		} else {
+			p.names[rs.Name] = e
+		}
+		// The owner and every ancestor below its zone exist (empty non-terminals).
+		zone := plugin.Zones(cfg.Zones).Matches(strings.TrimPrefix(rs.Name, "*."))
+		for n := rs.Name; ; {
+			p.exists[n] = true
+			if n == zone || n == "." {
+				break
+			}
+			i, end := dns.NextLabel(n, 0)
+			if end {
+				break
+			}
+			n = n[i:]
+		}
+	}
+	seen := map[*health.Spec]bool{}
+	for _, rs := range cfg.Records {
+		for _, m := range rs.Members {
+			if m.Check != nil {
+				for _, s := range health.Flatten([]*health.Spec{m.Check}) {
+					if !seen[s] {
+						seen[s] = true
+						p.checks = append(p.checks, s)
+					}
+				}
+			}
+		}
+	}
+	return p
+}
+
+type memoKey struct {
+	set   string
+	qtype uint16
+}
+
+// build returns the node for rs's members of qtype as reached from owner, or nil when
+// rs serves no such records. Nodes reached twice from one owner are shared.
+func (p *plan) build(owner string, rs *RecordSet, qtype uint16, sets map[string]*RecordSet, memo map[memoKey]*node) *node {
+	key := memoKey{rs.Name, qtype}
+	if n, ok := memo[key]; ok {
+		return n
+	}
+	n := &node{set: rs, qtype: qtype}
+	for _, m := range rs.Members {
+		switch {
+		case m.Kind == KindAlias:
+			if child := p.build(owner, sets[m.Target], qtype, sets, memo); child != nil {
+				n.members = append(n.members, mnode{m: m, child: child})
+			}
+		case m.Kind.qtype() == qtype:
+			n.members = append(n.members, mnode{m: m, rrs: leafRRs(owner, m, p.ttl)})
+		}
+	}
+	if len(n.members) == 0 {
+		memo[key] = nil
+		return nil
+	}
+	n.id = len(p.nodes)
+	p.nodes = append(p.nodes, n)
+	memo[key] = n
+	return n
+}
+
+func leafRRs(owner string, m *Member, ttl uint32) []dns.RR {
+	var rrs []dns.RR
+	hdr := func(t uint16) dns.RR_Header {
+		return dns.RR_Header{Name: owner, Rrtype: t, Class: dns.ClassINET, Ttl: ttl}
+	}
+	switch m.Kind {
+	case KindA:
+		for _, a := range m.Addrs {
+			rrs = append(rrs, &dns.A{Hdr: hdr(dns.TypeA), A: a.AsSlice()})
+		}
+	case KindAAAA:
+		for _, a := range m.Addrs {
+			rrs = append(rrs, &dns.AAAA{Hdr: hdr(dns.TypeAAAA), AAAA: a.AsSlice()})
+		}
+	case KindCNAME:
+		rrs = append(rrs, &dns.CNAME{Hdr: hdr(dns.TypeCNAME), Target: m.Target})
+	}
+	return rrs[:len(rrs):len(rrs)]
+}
+
+// soa synthesizes the zone's SOA record, used in negative answers.
+func soa(zone string, ttl uint32) dns.RR {
+	return &dns.SOA{
+		Hdr:     dns.RR_Header{Name: zone, Rrtype: dns.TypeSOA, Class: dns.ClassINET, Ttl: ttl},
+		Ns:      dnsutilJoin("ns.dns", zone),
+		Mbox:    dnsutilJoin("hostmaster", zone),
+		Serial:  1,
+		Refresh: 7200,
+		Retry:   1800,
+		Expire:  86400,
+		Minttl:  ttl,
+	}
+}
+
+func dnsutilJoin(label, zone string) string {
+	if zone == "." {
+		return label + "."
+	}
+	return label + "." + zone
+}
+
+// mode is how a node picks among its candidates.
+type mode uint8
+
+const (
+	pickFirst   mode = iota // candidates in preference order: the first
+	pickWeight              // by cumulative weight
+	pickUniform             // uniformly at random
+	pickSet                 // multivalue: up to eight at random
+)
+
+// nodeState is a node's health-dependent selection data.
+type nodeState struct {
+	healthy  bool     // a healthy answer exists in this branch (for evaluate target health)
+	failOpen bool     // no member is healthy: the last resort is in force
+	mode     mode     // how to pick among cands
+	cands    []int32  // member indices a query may pick
+	cum      []uint32 // pickWeight: cumulative weights of cands
+	ok       []bool   // per member: healthy (for explain and metrics)
+}
+
+// table is a plan evaluated against one health snapshot; immutable once stored.
+type table struct {
+	plan *plan
+	snap *health.Snapshot
+	st   []nodeState
+}
+
+// compile evaluates every node of p against snap, children before parents.
+func compile(p *plan, snap *health.Snapshot) *table {
+	t := &table{plan: p, snap: snap, st: make([]nodeState, len(p.nodes))}
+	done := make([]bool, len(p.nodes))
+	checks := map[*health.Spec]bool{}
+	healthy := func(s *health.Spec) bool {
+		if s == nil {
+			return true // records without a health check are always healthy
+		}
+		v, ok := checks[s]
+		if !ok {
+			v = snap.Healthy(s)
+			checks[s] = v
+		}
+		return v
+	}
+	var eval func(n *node)
+	eval = func(n *node) {
+		if done[n.id] {
+			return
+		}
+		done[n.id] = true
+		ok := make([]bool, len(n.members))
+		for i, mn := range n.members {
+			ok[i] = healthy(mn.m.Check)
+			if mn.child != nil {
+				eval(mn.child)
+				if mn.m.ETH {
+					ok[i] = ok[i] && t.st[mn.child.id].healthy
+				}
+			}
+		}
+		t.st[n.id] = choose(n, ok)
+	}
+	for _, n := range p.nodes {
+		eval(n)
+	}
+	return t
+}
+
+// choose applies a policy to a node's member health: ROUTE53.md 1.1-1.6 for the
+// policies whose choice does not depend on the client.
+func choose(n *node, ok []bool) nodeState {
+	st := nodeState{ok: ok}
+	var healthy []int32
+	for i, h := range ok {
+		if h {
+			healthy = append(healthy, int32(i))
+		}
+	}
+	st.healthy = len(healthy) > 0
+	st.failOpen = !st.healthy
+	all := make([]int32, len(ok))
+	for i := range all {
+		all[i] = int32(i)
+	}
+	switch n.set.Policy {
+	case Simple:
+		st.mode, st.cands = pickFirst, all[:1]
+	case Failover:
+		// Primary first; the secondary when the primary is unhealthy; the primary
+		// again when both are (ROUTE53.md 1.5).
+		order := make([]int32, 0, 2)
+		for _, r := range []Role{Primary, Secondary} {
+			for i, mn := range n.members {
+				if mn.m.Role == r {
+					order = append(order, int32(i))
+				}
+			}
+		}
+		st.mode, st.cands = pickFirst, order[:1]
+		for _, i := range order {
+			if ok[i] {
+				st.cands = []int32{i}
+				break
+			}
+		}
+	case Weighted:
+		// Healthy nonzero weights by weight; else healthy zero weights uniformly; else
+		// the last resort: all nonzero by weight, or all uniformly (ROUTE53.md 1.4).
+		pool := healthy
+		if !st.healthy {
+			pool = all
+		}
+		var nonzero []int32
+		for _, i := range pool {
+			if n.members[i].m.Weight > 0 {
+				nonzero = append(nonzero, i)
+			}
+		}
+		if len(nonzero) > 0 {
+			st.mode, st.cands = pickWeight, nonzero
+			var sum uint32
+			for _, i := range nonzero {
+				sum += uint32(n.members[i].m.Weight)
+				st.cum = append(st.cum, sum)
+			}
+		} else {
+			st.mode, st.cands = pickUniform, pool
+		}
+	case Multivalue:
+		st.mode, st.cands = pickSet, healthy
+		if !st.healthy {
+			st.cands = all
+		}
+	}
+	return st
+}
+
+// Query is one question to the resolver.
+type Query struct {
+	Name   string       // lower-cased, fully qualified
+	Type   uint16       // the question's type
+	Client netip.Prefix // ECS prefix, else the source address as a full-length prefix
+}
+
+// Answer is the resolver's reply. RRs and Ns may be shared with other answers: they
+// are read-only.
+type Answer struct {
+	Rcode int
+	RRs   []dns.RR
+	Ns    []dns.RR
+	Scope uint8 // ECS scope prefix length: 0 when the answer does not depend on the client
+	Zone  string
+}
+
+// Resolver answers queries from the latest compiled table. It is safe for concurrent
+// use; Resolve takes no lock.
+type Resolver struct {
+	plan  *plan
+	table atomic.Pointer[table]
+	// Rand returns a uniform number in [0, n); nil uses math/rand/v2. Tests seed it.
+	Rand func(n uint64) uint64
+}
+
+// NewResolver returns a resolver for cfg, answering as if every check were new.
+func NewResolver(cfg *Config) *Resolver {
+	r := &Resolver{plan: newPlan(cfg)}
+	r.Publish(nil)
+	return r
+}
+
+// Publish compiles the routing table for snap and swaps it in.
+func (r *Resolver) Publish(snap *health.Snapshot) {
+	r.table.Store(compile(r.plan, snap))
+}
+
+// Checks returns every check the resolver's records depend on.
+func (r *Resolver) Checks() []*health.Spec { return r.plan.checks }
+
+func (r *Resolver) rand(n uint64) uint64 {
+	if r.Rand != nil {
+		return r.Rand(n)
+	}
+	return rand.Uint64N(n)
+}
+
+// Resolve answers q from the current table.
+func (r *Resolver) Resolve(q Query) Answer {
+	t := r.table.Load()
+	p := t.plan
+	zone := plugin.Zones(p.zones).Matches(q.Name)
+	if zone == "" {
+		return Answer{Rcode: dns.RcodeRefused}
+	}
+	neg := Answer{Rcode: dns.RcodeSuccess, Ns: p.soa[zone], Zone: zone}
+	e := p.lookup(q.Name, zone)
+	if e == nil {
+		if q.Name == zone && q.Type == dns.TypeSOA {
+			return Answer{Rcode: dns.RcodeSuccess, RRs: neg.Ns, Zone: zone}
+		}
+		if !p.exists[q.Name] && q.Name != zone {
+			neg.Rcode = dns.RcodeNameError
+		}
+		return neg
+	}
+	var n *node
+	switch {
+	case e.cname != nil:
+		n = e.cname
+	case q.Type == dns.TypeA:
+		n = e.a
+	case q.Type == dns.TypeAAAA:
+		n = e.aaaa
+	}
+	if n == nil {
+		return neg // NODATA
+	}
+	rrs := r.walk(t, n)
+	if e.wild {
+		rrs = rename(rrs, q.Name)
+	}
+	return Answer{Rcode: dns.RcodeSuccess, RRs: rrs, Zone: zone}
+}
+
+// lookup finds the entry for name: the exact owner, else the wildcard at the closest
+// encloser (RFC 4592). It does not allocate.
+func (p *plan) lookup(name, zone string) *entry {
+	if e, ok := p.names[name]; ok {
+		return e
+	}
+	if len(p.wild) == 0 || p.exists[name] {
+		return nil
+	}
+	for off, end := dns.NextLabel(name, 0); !end; off, end = dns.NextLabel(name, off) {
+		parent := name[off:]
+		if e, ok := p.wild[parent]; ok {
+			return e
+		}
+		if p.exists[parent] || parent == zone || len(parent) < len(zone) {
+			return nil // the closest encloser has no wildcard
+		}
+	}
+	return nil
+}
+
+// walk descends from n to a leaf by each node's precomputed choice.
+func (r *Resolver) walk(t *table, n *node) []dns.RR {
+	for {
+		st := &t.st[n.id]
+		if st.mode == pickSet {
+			return r.pickSet(n, st)
+		}
+		mn := &n.members[r.pick(st)]
+		if mn.child == nil {
+			return mn.rrs
+		}
+		n = mn.child
+	}
+}
+
+func (r *Resolver) pick(st *nodeState) int32 {
+	switch st.mode {
+	case pickWeight:
+		x := uint32(r.rand(uint64(st.cum[len(st.cum)-1])))
+		lo, hi := 0, len(st.cum)-1
+		for lo < hi { // first cumulative weight above x
+			mid := (lo + hi) / 2
+			if st.cum[mid] > x {
+				hi = mid
+			} else {
+				lo = mid + 1
+			}
+		}
+		return st.cands[lo]
+	case pickUniform:
+		return st.cands[r.rand(uint64(len(st.cands)))]
+	}
+	return st.cands[0]
+}
+
+// maxMultivalue is how many records a multivalue answer holds at most (ROUTE53.md 1.6).
+const maxMultivalue = 8
+
+// pickSet answers a multivalue node: every candidate when there are at most eight, else
+// eight distinct ones at random, in random order. The slice is the response's own.
+func (r *Resolver) pickSet(n *node, st *nodeState) []dns.RR {
+	k := len(st.cands)
+	var chosen [maxMultivalue]int32
+	if k <= maxMultivalue {
+		copy(chosen[:], st.cands)
+	} else { // reservoir sampling: alloc-free, uniform over 8-subsets
+		copy(chosen[:], st.cands[:maxMultivalue])
+		for i := maxMultivalue; i < k; i++ {
+			if j := r.rand(uint64(i + 1)); j < maxMultivalue {
+				chosen[j] = st.cands[i]
+			}
+		}
+		k = maxMultivalue
+	}
+	for i := k - 1; i > 0; i-- { // shuffle, so the order varies too
+		j := r.rand(uint64(i + 1))
+		chosen[i], chosen[j] = chosen[j], chosen[i]
+	}
+	size := 0
+	for _, i := range chosen[:k] {
+		size += len(n.members[i].rrs)
+	}
+	out := make([]dns.RR, 0, size)
+	for _, i := range chosen[:k] {
+		out = append(out, n.members[i].rrs...)
+	}
+	return out
+}
+
+// rename copies rrs with the owner name set to name (wildcard answers).
+func rename(rrs []dns.RR, name string) []dns.RR {
+	out := make([]dns.RR, len(rrs))
+	for i, rr := range rrs {
+		out[i] = dns.Copy(rr)
+		out[i].Header().Name = name
+	}
+	return out
+}
