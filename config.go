@@ -59,12 +59,12 @@ const (
 
 // Config is a parsed and validated healthroute block.
 type Config struct {
-	Zones   []string
-	TTL     uint32
-	Fall    fall.F
-	Regions map[string]Region
-	Checks  map[string]*health.Spec // by name
-	Records []*RecordSet            // in Corefile order
+	Zones       []string
+	TTL         uint32
+	Fall        fall.F
+	Regions     map[string]Region
+	Checks      map[string]*health.Spec // by name
+	Records     []*RecordSet            // in Corefile order
 	MaxInFlight int
 }
 

@@ -54,6 +54,7 @@ type Scheduler struct {
 	NewChecker  func(*Spec) (Checker, error)               // builds a probe; nil: NewChecker with UserAgent("")
 	Jitter      func(interval time.Duration) time.Duration // first-probe delay; nil: uniform in [0, interval)
 	Observer    Observer                                   // optional
+	Aggregator  Aggregator                                 // optional: combines other instances' views (fleet)
 
 	mu     sync.Mutex
 	checks map[string]*entry // by fingerprint
