@@ -1,0 +1,204 @@
+// Package coretest runs the real CoreDNS binary of this repository (cmd/coredns) for
+// end-to-end tests: it builds it once per test process, starts it on a Corefile,
+// waits until it answers, and stops it by PID when the test ends.
+package coretest
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// Binary builds cmd/coredns (once per test process) and returns the binary's path.
+func Binary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		out, err := exec.Command("go", "env", "GOMOD").Output()
+		if err != nil {
+			buildErr = fmt.Errorf("go env GOMOD: %v", err)
+			return
+		}
+		root := filepath.Dir(strings.TrimSpace(string(out)))
+		dir, err := os.MkdirTemp("", "healthroute-coredns-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "coredns")
+		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/coredns")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build ./cmd/coredns: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// FreePort returns a loopback port that was free for both TCP and UDP a moment ago.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	for range 20 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		u, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", port))
+		l.Close()
+		if err == nil {
+			u.Close()
+			return port
+		}
+	}
+	t.Fatal("no free port found in 20 tries")
+	return 0
+}
+
+// Server is a running CoreDNS process.
+type Server struct {
+	Addr    string // DNS address, 127.0.0.1:PORT
+	Dir     string // working directory, holding the Corefile
+	Cmd     *exec.Cmd
+	mu      sync.Mutex
+	output  bytes.Buffer
+	stopped bool
+}
+
+// Output returns what the server printed so far.
+func (s *Server) Output() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.output.String()
+}
+
+type lockedWriter struct{ s *Server }
+
+func (w lockedWriter) Write(p []byte) (int, error) {
+	w.s.mu.Lock()
+	defer w.s.mu.Unlock()
+	return w.s.output.Write(p)
+}
+
+// Start writes corefile into a temporary directory, runs CoreDNS on it and waits
+// (up to 30 s) until a query for probe (a name with type A) gets any answer on
+// 127.0.0.1:port. The process is stopped by PID when the test ends.
+func Start(t testing.TB, corefile string, port int, probe string) *Server {
+	t.Helper()
+	bin := Binary(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "Corefile")
+	if err := os.WriteFile(path, []byte(corefile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{Addr: fmt.Sprintf("127.0.0.1:%d", port), Dir: dir}
+	s.Cmd = exec.Command(bin, "-conf", path)
+	s.Cmd.Dir = dir
+	s.Cmd.Stdout, s.Cmd.Stderr = lockedWriter{s}, lockedWriter{s}
+	if err := s.Cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- s.Cmd.Wait() }()
+	t.Cleanup(func() { s.stop(exited) })
+
+	c := &dns.Client{Timeout: 200 * time.Millisecond}
+	m := new(dns.Msg)
+	m.SetQuestion(dns.Fqdn(probe), dns.TypeA)
+	deadline := time.Now().Add(30 * time.Second)
+	tick := time.NewTicker(20 * time.Millisecond) // paces tries against a refused port
+	defer tick.Stop()
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-exited:
+			exited <- err
+			t.Fatalf("coredns exited before serving: %v\n%s", err, s.Output())
+		default:
+		}
+		if _, _, err := c.Exchange(m, s.Addr); err == nil {
+			return s
+		}
+		<-tick.C
+	}
+	t.Fatalf("coredns did not answer on %s within 30s\n%s", s.Addr, s.Output())
+	return nil
+}
+
+// Reload sends SIGUSR1 (CoreDNS reloads its Corefile on it) after writing corefile.
+func (s *Server) Reload(t testing.TB, corefile string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(s.Dir, "Corefile"), []byte(corefile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Cmd.Process.Signal(syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (s *Server) stop(exited chan error) {
+	s.mu.Lock()
+	if s.stopped {
+		s.mu.Unlock()
+		return
+	}
+	s.stopped = true
+	s.mu.Unlock()
+	_ = s.Cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		_ = syscall.Kill(s.Cmd.Process.Pid, syscall.SIGKILL)
+		<-exited
+	}
+}
+
+// Query sends one question over UDP and returns the reply.
+func (s *Server) Query(t testing.TB, name string, qtype uint16) *dns.Msg {
+	t.Helper()
+	m := new(dns.Msg)
+	m.SetQuestion(dns.Fqdn(name), qtype)
+	c := &dns.Client{Timeout: 2 * time.Second}
+	r, _, err := c.Exchange(m, s.Addr)
+	if err != nil {
+		t.Fatalf("query %s %s: %v", name, dns.TypeToString[qtype], err)
+	}
+	return r
+}
+
+// WaitFor queries name/qtype until cond holds for a reply, failing the test after
+// within. Each failed try waits for the next of at most every 50 ms.
+func (s *Server) WaitFor(t testing.TB, name string, qtype uint16, within time.Duration, what string, cond func(*dns.Msg) bool) *dns.Msg {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	var last *dns.Msg
+	for {
+		last = s.Query(t, name, qtype)
+		if cond(last) {
+			return last
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s; last answer:\n%v\nserver output:\n%s", what, within, last, s.Output())
+		}
+		<-tick.C
+	}
+}
