@@ -33,7 +33,7 @@ func (h *HealthRoute) Name() string { return pluginName }
 // ServeDNS implements plugin.Handler.
 func (h *HealthRoute) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
 	state := request.Request{W: w, Req: r}
-	zone := plugin.Zones(h.cfg.Zones).Matches(state.Name())
+	zone := matchZone(h.cfg.Zones, state.Name())
 	if zone == "" {
 		return plugin.NextOrFailure(h.Name(), h.Next, ctx, w, r)
 	}

@@ -366,7 +366,7 @@ func (r *Resolver) rand(n uint64) uint64 {
 func (r *Resolver) Resolve(q Query) Answer {
 	t := r.table.Load()
 	p := t.plan
-	zone := plugin.Zones(p.zones).Matches(q.Name)
+	zone := matchZone(p.zones, q.Name)
 	if zone == "" {
 		return Answer{Rcode: dns.RcodeRefused}
 	}
@@ -398,6 +398,21 @@ func (r *Resolver) Resolve(q Query) Answer {
 		rrs = rename(rrs, q.Name)
 	}
 	return Answer{Rcode: dns.RcodeSuccess, RRs: rrs, Zone: zone}
+}
+
+// matchZone returns the longest of zones that contains name ("" for none). Unlike
+// plugin.Zones.Matches it does not allocate; names and zones are lower-cased FQDNs.
+func matchZone(zones []string, name string) string {
+	best := ""
+	for _, z := range zones {
+		if len(z) <= len(best) {
+			continue
+		}
+		if z == "." || name == z || (len(name) > len(z) && name[len(name)-len(z)-1] == '.' && name[len(name)-len(z):] == z) {
+			best = z
+		}
+	}
+	return best
 }
 
 // lookup finds the entry for name: the exact owner, else the wildcard at the closest

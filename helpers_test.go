@@ -1,0 +1,83 @@
+package healthroute
+
+import (
+	"math/rand/v2"
+	"net/netip"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/coredns/caddy"
+	"github.com/miekg/dns"
+
+	"github.com/healthroute/healthroute/health"
+)
+
+// mustParse parses a healthroute block (zone example.org. unless the block names one).
+func mustParse(t testing.TB, block string) *Config {
+	t.Helper()
+	c := caddy.NewTestController("dns", block)
+	c.ServerBlockKeys = []string{"example.org."}
+	cfg, err := parse(c)
+	if err != nil {
+		t.Fatalf("parse: %v\n%s", err, block)
+	}
+	return cfg
+}
+
+// testResolver builds a resolver for block with a seeded random source.
+func testResolver(t testing.TB, block string) (*Resolver, *Config) {
+	t.Helper()
+	cfg := mustParse(t, block)
+	r := NewResolver(cfg)
+	rng := rand.New(rand.NewPCG(1, 2))
+	r.Rand = rng.Uint64N
+	return r, cfg
+}
+
+// snapshot returns a health view in which the named checks have failed their
+// threshold window and every other probed check has passed.
+func snapshot(cfg *Config, down ...string) *health.Snapshot {
+	states := map[string]health.Status{}
+	for _, s := range cfg.Checks {
+		states[s.Fingerprint()] = health.Status{Seen: true}
+	}
+	for _, n := range down {
+		states[cfg.Checks[n].Fingerprint()] = health.Status{Down: true, Seen: true}
+	}
+	return health.NewSnapshot(1, states)
+}
+
+var testClient = netip.MustParsePrefix("192.0.2.1/32")
+
+// values resolves name/qtype and returns the answer's values, sorted, joined by ",".
+func values(r *Resolver, name string, qtype uint16) string {
+	return strings.Join(rrValues(r.Resolve(Query{Name: name, Type: qtype, Client: testClient}).RRs), ",")
+}
+
+func rrValues(rrs []dns.RR) []string {
+	var out []string
+	for _, rr := range rrs {
+		switch v := rr.(type) {
+		case *dns.A:
+			out = append(out, v.A.String())
+		case *dns.AAAA:
+			out = append(out, v.AAAA.String())
+		case *dns.CNAME:
+			out = append(out, v.Target)
+		default:
+			out = append(out, rr.String())
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// shares resolves name n times and returns how often each answer came back.
+func shares(r *Resolver, name string, qtype uint16, n int) map[string]int {
+	got := map[string]int{}
+	for range n {
+		got[values(r, name, qtype)]++
+	}
+	return got
+}
