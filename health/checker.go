@@ -42,11 +42,25 @@ func NewChecker(spec *Spec, agent string) (Checker, error) {
 		return newHTTPChecker(spec, agent)
 	case TCP:
 		return newTCPChecker(spec)
+	case WebSocket:
+		return newWSChecker(spec, agent)
+	case GRPC:
+		return newGRPCChecker(spec, agent)
+	case Prometheus:
+		return newPromChecker(spec, agent)
 	}
 	return nil, fmt.Errorf("check %s: type %s has no probe", spec.Name, spec.Type)
 }
 
-// budget is the longest a probe of spec may take; the scheduler cancels it after that.
+// DefaultTimeout is the probe budget of websocket, grpc and prometheus checks that
+// set no timeout; a shorter interval shortens it to the interval, so a canary probed
+// every second sees a dead endpoint within a few seconds, not tens.
+const DefaultTimeout = 5 * time.Second
+
+// Budget returns the longest a probe of spec may take; the scheduler cancels it
+// after that.
+func Budget(spec *Spec) time.Duration { return budget(spec) }
+
 func budget(spec *Spec) time.Duration {
 	if spec.Timeout > 0 {
 		return spec.Timeout
@@ -60,5 +74,8 @@ func budget(spec *Spec) time.Duration {
 	case TCP:
 		return TCPConnect
 	}
-	return 10 * time.Second
+	if spec.Interval > 0 && spec.Interval < DefaultTimeout {
+		return spec.Interval
+	}
+	return DefaultTimeout
 }

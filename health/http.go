@@ -8,6 +8,7 @@ import (
 	"compress/zlib"
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -17,20 +18,26 @@ import (
 	"time"
 )
 
-// maxHeaderBytes bounds what a probe reads before the body: an endpoint that floods
-// headers fails the probe instead of filling memory.
-const maxHeaderBytes = 64 << 10
+const (
+	// maxHeaderBytes bounds what a probe reads before the body: an endpoint that
+	// floods headers fails the probe instead of filling memory.
+	maxHeaderBytes = 64 << 10
+	// maxRawBody bounds the (possibly compressed) body bytes read to find the first
+	// MatchWindow decoded bytes; only a pathological encoding needs more.
+	maxRawBody = 256 << 10
+)
 
+// httpChecker probes an http or https URL the way Route 53's HTTP, HTTPS and
+// *_STR_MATCH checks do (ROUTE53.md 2.1-2.2). It speaks HTTP/1.1 on a fresh
+// connection per probe, so it controls every deadline and reads no byte it does
+// not need.
 type httpChecker struct {
-	spec   *Spec
-	tls    bool
-	addr   string // host:port to dial
-	host   string // Host header
-	sni    string // TLS server name; "" for an IP
-	uri    string // request-target
-	agent  string
-	status [2]int
-	match  []byte
+	spec    *Spec
+	addr    string      // host:port to dial
+	tls     *tls.Config // nil for http
+	request []byte      // the whole request, built once
+	status  [2]int
+	match   []byte
 }
 
 func newHTTPChecker(spec *Spec, agent string) (Checker, error) {
@@ -38,12 +45,15 @@ func newHTTPChecker(spec *Spec, agent string) (Checker, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &httpChecker{spec: spec, tls: spec.Type == HTTPS, agent: agent, status: spec.Status, match: []byte(spec.Match)}
+	if u.Hostname() == "" {
+		return nil, fmt.Errorf("target %q has no host", spec.Target)
+	}
+	c := &httpChecker{spec: spec, status: spec.Status, match: []byte(spec.Match)}
 	if c.status == [2]int{} {
 		c.status = [2]int{DefaultStatusMin, DefaultStatusMax}
 	}
 	defPort := "80"
-	if c.tls {
+	if spec.Type == HTTPS || u.Scheme == "https" {
 		defPort = "443"
 	}
 	port := u.Port()
@@ -51,31 +61,55 @@ func newHTTPChecker(spec *Spec, agent string) (Checker, error) {
 		port = defPort
 	}
 	c.addr = net.JoinHostPort(u.Hostname(), port)
-	// Host header, as ROUTE53.md 2.1: the name (with :port off the default port),
-	// else the URL's host, else the IP address.
+
+	// Host header, as ROUTE53.md 2.1: the name, with :port off the default port;
+	// without a name, the address in its place. A host option that carries its own
+	// port is sent as it is.
 	name := spec.Host
+	hostHdr := ""
+	if h, _, err := net.SplitHostPort(name); err == nil {
+		hostHdr, name = spec.Host, h
+	}
 	if name == "" {
 		name = u.Hostname()
 	}
-	c.host = name
-	if port != defPort {
-		c.host = net.JoinHostPort(name, port)
-	} else if strings.Contains(name, ":") {
-		c.host = "[" + name + "]"
+	if hostHdr == "" {
+		hostHdr = name
+		if port != defPort {
+			hostHdr = net.JoinHostPort(name, port)
+		} else if strings.Contains(name, ":") {
+			hostHdr = "[" + name + "]"
+		}
 	}
-	if net.ParseIP(name) == nil {
-		c.sni = name
+	if defPort == "443" {
+		c.tls = &tls.Config{
+			InsecureSkipVerify: true, // Route 53 does not validate certificates
+			MinVersion:         tls.VersionTLS10,
+			NextProtos:         []string{"http/1.1"},
+		}
+		if net.ParseIP(name) == nil {
+			c.tls.ServerName = name // SNI whenever a name is known
+		}
 	}
-	c.uri = u.RequestURI()
-	if !strings.HasPrefix(c.uri, "/") {
-		c.uri = "/" + c.uri
+	uri := u.EscapedPath()
+	if !strings.HasPrefix(uri, "/") {
+		uri = "/" + uri // Route 53 adds a missing leading slash
 	}
+	if u.RawQuery != "" {
+		uri += "?" + u.RawQuery
+	}
+	req := "GET " + uri + " HTTP/1.1\r\nHost: " + hostHdr + "\r\nUser-Agent: " + agent + "\r\nAccept: */*\r\n"
+	if len(c.match) > 0 {
+		req += "Accept-Encoding: gzip, deflate\r\n"
+	}
+	c.request = []byte(req + "Connection: close\r\n\r\n")
 	return c, nil
 }
 
 // Check runs one HTTP(S) probe with Route 53's limits: connected within 4 s, the
 // status line within 2 s after that (TLS handshake included), and with a match
-// string the body within 2 s more. A set timeout bounds the whole probe instead.
+// string the body within 2 s more. A set timeout bounds each phase and, through
+// ctx (the scheduler's budget), the whole probe.
 func (c *httpChecker) Check(ctx context.Context) error {
 	connect, response, body := HTTPConnect, HTTPResponse, HTTPBody
 	if c.spec.Timeout > 0 {
@@ -86,93 +120,115 @@ func (c *httpChecker) Check(ctx context.Context) error {
 	conn, err := d.DialContext(dctx, "tcp", c.addr)
 	cancel()
 	if err != nil {
-		return err
+		return fmt.Errorf("connect: %w", err)
 	}
 	defer conn.Close()
-	start := time.Now()
-	deadline := start.Add(response)
-	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
-	}
-	conn.SetDeadline(deadline)
+	// A cancelled ctx (budget spent, check released) interrupts any read or write.
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
+	conn.SetDeadline(within(ctx, response))
 
-	if c.tls {
-		tc := tls.Client(conn, &tls.Config{
-			ServerName:         c.sni,
-			InsecureSkipVerify: true, // Route 53 does not validate certificates
-			MinVersion:         tls.VersionTLS10,
-		})
+	if c.tls != nil {
+		tc := tls.Client(conn, c.tls)
 		if err := tc.Handshake(); err != nil {
 			return fmt.Errorf("tls handshake: %w", err)
 		}
 		conn = tc
 	}
-	req := "GET " + c.uri + " HTTP/1.1\r\nHost: " + c.host + "\r\nUser-Agent: " + c.agent +
-		"\r\nAccept: */*\r\nAccept-Encoding: gzip, deflate\r\nConnection: close\r\n\r\n"
-	if _, err := io.WriteString(conn, req); err != nil {
-		return err
+	if _, err := conn.Write(c.request); err != nil {
+		return fmt.Errorf("sending request: %w", err)
 	}
 	lim := &io.LimitedReader{R: conn, N: maxHeaderBytes}
 	br := bufio.NewReaderSize(lim, 4096)
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil {
+		if lim.N == 0 {
+			return fmt.Errorf("reading response: headers longer than %d bytes", maxHeaderBytes)
+		}
 		return fmt.Errorf("reading response: %w", err)
 	}
 	if resp.StatusCode < c.status[0] || resp.StatusCode > c.status[1] {
 		return fmt.Errorf("status %d outside %d-%d", resp.StatusCode, c.status[0], c.status[1])
 	}
 	if len(c.match) == 0 {
+		return nil // the body is never read: closing the connection discards it
+	}
+	conn.SetDeadline(within(ctx, body))
+	lim.N = maxRawBody
+	found, err := search(resp, c.match)
+	if found {
 		return nil
 	}
-	deadline = time.Now().Add(body)
-	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
-	}
-	conn.SetDeadline(deadline)
-	lim.N = 1 << 20 // the raw (possibly compressed) body; decoded bytes are capped below
-	found, err := search(resp, c.match)
 	if err != nil {
 		return fmt.Errorf("reading body: %w", err)
 	}
-	if !found {
-		return fmt.Errorf("%q not found in the first %d bytes of the body", c.match, MatchWindow)
+	return fmt.Errorf("%q not found in the first %d bytes of the body", c.match, MatchWindow)
+}
+
+// within returns the deadline d from now, or ctx's deadline when that is sooner.
+func within(ctx context.Context, d time.Duration) time.Time {
+	t := time.Now().Add(d)
+	if dl, ok := ctx.Deadline(); ok && dl.Before(t) {
+		return dl
 	}
-	return nil
+	return t
 }
 
 // search reports whether match lies entirely within the first MatchWindow bytes of
-// resp's decoded body. It reads no further than that window.
+// resp's decoded body (gzip and deflate are decoded, as Route 53 does). It stops
+// reading as soon as match is seen, and never reads past the window.
 func search(resp *http.Response, match []byte) (bool, error) {
-	var r io.Reader = resp.Body
-	switch strings.ToLower(resp.Header.Get("Content-Encoding")) {
-	case "gzip", "x-gzip":
-		zr, err := gzip.NewReader(r)
+	r, err := decoded(resp)
+	if err != nil {
+		return false, err
+	}
+	buf := make([]byte, 0, MatchWindow)
+	// Each round reads at least one byte or ends; the count guards a reader that
+	// keeps returning nothing.
+	for range MatchWindow + 16 {
+		if len(buf) == MatchWindow {
+			return false, nil
+		}
+		n, err := r.Read(buf[len(buf):MatchWindow])
+		from := max(0, len(buf)-len(match)+1)
+		buf = buf[:len(buf)+n]
+		if n > 0 && bytes.Contains(buf[from:], match) {
+			return true, nil
+		}
+		if err == io.EOF {
+			return false, nil
+		}
 		if err != nil {
 			return false, err
 		}
-		r = zr
+	}
+	return false, io.ErrNoProgress
+}
+
+// decoded returns resp's body with its gzip or deflate content coding removed.
+func decoded(resp *http.Response) (io.Reader, error) {
+	switch strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding"))) {
+	case "gzip", "x-gzip":
+		zr, err := gzip.NewReader(resp.Body)
+		if err != nil {
+			return nil, fmt.Errorf("gzip: %w", err)
+		}
+		return zr, nil
 	case "deflate":
 		// "deflate" is zlib-wrapped by the RFC, raw by some servers: try both.
-		br := bufio.NewReader(r)
-		if hdr, err := br.Peek(2); err == nil && (uint16(hdr[0])<<8|uint16(hdr[1]))%31 == 0 && hdr[0]&0x0f == 8 {
+		br := bufio.NewReaderSize(resp.Body, 512)
+		hdr, err := br.Peek(2)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, err
+		}
+		if len(hdr) == 2 && (uint16(hdr[0])<<8|uint16(hdr[1]))%31 == 0 && hdr[0]&0x0f == 8 {
 			zr, err := zlib.NewReader(br)
 			if err != nil {
-				return false, err
+				return nil, fmt.Errorf("deflate: %w", err)
 			}
-			r = zr
-		} else {
-			r = flate.NewReader(br)
+			return zr, nil
 		}
+		return flate.NewReader(br), nil
 	}
-	buf := make([]byte, MatchWindow)
-	n, err := io.ReadFull(r, buf)
-	if err == io.EOF || err == io.ErrUnexpectedEOF {
-		err = nil
-	}
-	if bytes.Contains(buf[:n], match) {
-		return true, nil
-	}
-	return false, err
+	return resp.Body, nil
 }

@@ -3,7 +3,10 @@ package health
 import (
 	"context"
 	"errors"
+	"fmt"
+	"maps"
 	"math/rand/v2"
+	"sort"
 	"sync"
 	"time"
 
@@ -49,6 +52,14 @@ type Aggregator interface {
 // Scheduler runs the probes of every acquired check and publishes snapshots. One
 // Scheduler serves a whole process; checks are reference-counted by fingerprint, so a
 // reload that keeps a check keeps its state and its schedule.
+//
+// Each check probes once after a jittered start delay, then again one interval after
+// each probe ends (Route 53 counts the interval from the response). At most
+// MaxInFlight probes run at once, each under its budget (the check's timeout or the
+// type's default), so hung endpoints cost one slot each until their budget runs out.
+// A snapshot is published whenever a check's published status changes; changes that
+// arrive while a publication is running are coalesced into the next one, which copies
+// only the shards they touch.
 type Scheduler struct {
 	MaxInFlight int                                        // probes running at once; 0: DefaultMaxInFlight
 	NewChecker  func(*Spec) (Checker, error)               // builds a probe; nil: NewChecker with UserAgent("")
@@ -62,9 +73,13 @@ type Scheduler struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	sem    chan struct{}
-	gen    uint64
+	dirty  map[string]struct{} // fingerprints whose published status may be stale
+	all    bool                // every fingerprint is stale (Republish)
+	want   uint64              // publication requests so far
+	served uint64              // requests covered by a finished publication
 
 	pubMu sync.Mutex // serialises publications and subscriber calls
+	gen   uint64
 	snap  *Snapshot
 	subs  map[int]func(*Snapshot)
 	next  int
@@ -107,8 +122,9 @@ func (s *Scheduler) Stop() {
 }
 
 // Acquire adds a reference to each probed spec, starting the ones not yet running.
-// Specs that are disabled or calculated are skipped (calculated children are
-// acquired through the spec list the caller gives, see Flatten).
+// A spec whose fingerprint is already running keeps that check's state and
+// schedule. Specs that are disabled or calculated are skipped (calculated children
+// are acquired through the spec list the caller gives, see Flatten).
 func (s *Scheduler) Acquire(specs []*Spec) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -133,21 +149,24 @@ func (s *Scheduler) Acquire(specs []*Spec) error {
 	return nil
 }
 
-// Release drops a reference to each spec; a check with none left stops probing and
-// its state is forgotten.
+// Release drops a reference to each spec; a check with none left stops probing (its
+// running probe is cancelled and waited for) and its state is forgotten.
 func (s *Scheduler) Release(specs []*Spec) {
 	s.mu.Lock()
 	var stopped []*entry
+	var want uint64
 	for _, sp := range specs {
 		if !sp.Probed() {
 			continue
 		}
-		e, ok := s.checks[sp.Fingerprint()]
+		fp := sp.Fingerprint()
+		e, ok := s.checks[fp]
 		if !ok {
 			continue
 		}
 		if e.refs--; e.refs == 0 {
-			delete(s.checks, sp.Fingerprint())
+			delete(s.checks, fp)
+			want = s.markLocked(fp)
 			if e.cancel != nil {
 				e.cancel()
 				stopped = append(stopped, e)
@@ -158,8 +177,8 @@ func (s *Scheduler) Release(specs []*Spec) {
 	for _, e := range stopped {
 		<-e.done
 	}
-	if len(stopped) > 0 {
-		s.publish()
+	if want > 0 {
+		s.flush(want)
 	}
 }
 
@@ -181,6 +200,18 @@ func (s *Scheduler) Info(fp string) (Info, bool) {
 	return e.info, true
 }
 
+// Infos returns what the scheduler knows of every probed check, sorted by name.
+func (s *Scheduler) Infos() []Info {
+	s.mu.Lock()
+	out := make([]Info, 0, len(s.checks))
+	for _, e := range s.checks {
+		out = append(out, e.info)
+	}
+	s.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Spec.Name < out[j].Spec.Name })
+	return out
+}
+
 // Snapshot returns the latest published snapshot (nil before the first).
 func (s *Scheduler) Snapshot() *Snapshot {
 	s.pubMu.Lock()
@@ -189,7 +220,8 @@ func (s *Scheduler) Snapshot() *Snapshot {
 }
 
 // Subscribe calls fn with the current snapshot now and with each later one, in order,
-// until the returned function is called.
+// until the returned function is called. fn runs with publications held off, so it
+// must not call back into the scheduler's Subscribe, Snapshot or Republish.
 func (s *Scheduler) Subscribe(fn func(*Snapshot)) (cancel func()) {
 	s.pubMu.Lock()
 	defer s.pubMu.Unlock()
@@ -222,17 +254,27 @@ func (s *Scheduler) startLocked(e *entry) {
 // after the previous probe ended (Route 53 counts the interval from the response).
 func (s *Scheduler) run(ctx context.Context, e *entry) {
 	spec := e.spec
+	defer func() {
+		if r := recover(); r != nil {
+			log.Errorf("check %s: scheduler panicked: %v", spec.Name, r)
+		}
+	}()
 	newChecker := s.NewChecker
 	if newChecker == nil {
 		newChecker = func(sp *Spec) (Checker, error) { return NewChecker(sp, UserAgent("")) }
 	}
 	checker, err := newChecker(spec)
 	if err != nil {
+		// The definition cannot be probed: fail every probe, saying why, so the check
+		// goes down and the status page shows the reason.
 		log.Errorf("check %s: %v", spec.Name, err)
-		return
+		checker = CheckFunc(func(context.Context) error { return err })
 	}
-	wait := s.jitter(spec.Interval)
-	t := time.NewTimer(wait)
+	interval := spec.Interval
+	if interval < MinInterval {
+		interval = DefaultInterval
+	}
+	t := time.NewTimer(s.jitter(interval))
 	defer t.Stop()
 	for {
 		select {
@@ -251,7 +293,7 @@ func (s *Scheduler) run(ctx context.Context, e *entry) {
 			return
 		}
 		s.record(e, err, took)
-		t.Reset(spec.Interval)
+		t.Reset(interval)
 	}
 }
 
@@ -267,7 +309,8 @@ func (s *Scheduler) jitter(interval time.Duration) time.Duration {
 
 // probe runs one probe under the check's budget; a panic in a checker fails the probe.
 func (s *Scheduler) probe(ctx context.Context, c Checker, spec *Spec) (err error, took time.Duration) {
-	ctx, cancel := context.WithTimeout(ctx, budget(spec))
+	b := budget(spec)
+	ctx, cancel := context.WithTimeout(ctx, b)
 	defer cancel()
 	start := time.Now()
 	defer func() {
@@ -277,13 +320,33 @@ func (s *Scheduler) probe(ctx context.Context, c Checker, spec *Spec) (err error
 		}
 		took = time.Since(start)
 	}()
-	return c.Check(ctx), 0
+	err = c.Check(ctx)
+	if err != nil && ctx.Err() != nil && !errors.Is(err, context.DeadlineExceeded) {
+		// Report the budget, not whatever the interrupted read said.
+		err = fmt.Errorf("no result within %s: %w", b, err)
+	}
+	return err, 0
+}
+
+// thresholds returns spec's failure and recovery thresholds, defaulted: failures
+// to DefaultFails, recovery to the failure threshold.
+func thresholds(spec *Spec) (fails, passes int) {
+	fails, passes = spec.Fails, spec.Passes
+	if fails < 1 {
+		fails = DefaultFails
+	}
+	if passes < 1 {
+		passes = fails
+	}
+	return fails, passes
 }
 
 // record feeds one result into the check's state machine and publishes a snapshot
-// when the status or the first-result flag changed.
+// when the published status may have changed.
 func (s *Scheduler) record(e *entry, err error, took time.Duration) {
 	spec := e.spec
+	fp := spec.Fingerprint()
+	fails, passes := thresholds(spec)
 	s.mu.Lock()
 	in := &e.info
 	now := time.Now()
@@ -297,7 +360,7 @@ func (s *Scheduler) record(e *entry, err error, took time.Duration) {
 	}
 	before, seen := in.State, in.Seen
 	if ok, counts := outcome(spec, err); counts {
-		in.State = in.State.Observe(ok, spec.Fails, spec.Passes)
+		in.State = in.State.Observe(ok, fails, passes)
 	}
 	in.Seen = true
 	down := in.State.Down
@@ -305,11 +368,17 @@ func (s *Scheduler) record(e *entry, err error, took time.Duration) {
 	if changed {
 		in.LastChange = now
 	}
+	local := Status{Down: down, Seen: true, Since: in.LastChange}
+	var want uint64
+	if changed || !seen || s.Aggregator != nil {
+		// With an Aggregator the quorum may move on any report; flush re-decides
+		// and publishes only if the aggregate status changed.
+		want = s.markLocked(fp)
+	}
 	s.mu.Unlock()
 
 	if s.Aggregator != nil {
-		s.Aggregator.Local(spec.Fingerprint(), Status{Down: down, Seen: true, Since: in.LastChange})
-		changed = true // the quorum may move on any report; publish re-decides
+		s.Aggregator.Local(fp, local)
 	}
 	if s.Observer != nil {
 		s.Observer.Probed(spec, err, took)
@@ -323,9 +392,11 @@ func (s *Scheduler) record(e *entry, err error, took time.Duration) {
 		} else {
 			log.Infof("check %s: %s is passing again", spec.Name, spec.Target)
 		}
+	} else if err != nil {
+		log.Debugf("check %s: probe failed after %s: %v", spec.Name, took, err)
 	}
-	if changed || !seen {
-		s.publish()
+	if want > 0 {
+		s.flush(want)
 	}
 }
 
@@ -344,30 +415,120 @@ func outcome(spec *Spec, err error) (ok, counts bool) {
 	return err == nil, true
 }
 
-// Republish builds and publishes a snapshot now: for an Aggregator whose inputs
-// from other instances changed.
-func (s *Scheduler) Republish() { s.publish() }
+// Republish re-evaluates every check's published status and publishes a snapshot if
+// any changed: for an Aggregator whose inputs from other instances changed.
+func (s *Scheduler) Republish() {
+	s.mu.Lock()
+	s.all = true
+	s.want++
+	want := s.want
+	s.mu.Unlock()
+	s.flush(want)
+}
 
-// publish builds a snapshot of every check's current status and hands it to the
-// subscribers. Publications are serialised, so subscribers see them in order.
-func (s *Scheduler) publish() {
+// RepublishChecks is Republish for the given fingerprints only.
+func (s *Scheduler) RepublishChecks(fps []string) {
+	s.mu.Lock()
+	var want uint64
+	for _, fp := range fps {
+		want = s.markLocked(fp)
+	}
+	s.mu.Unlock()
+	if want > 0 {
+		s.flush(want)
+	}
+}
+
+// markLocked notes that fp's published status may be stale and returns the request
+// number that a publication must cover. s.mu must be held.
+func (s *Scheduler) markLocked(fp string) uint64 {
+	if s.dirty == nil {
+		s.dirty = map[string]struct{}{}
+	}
+	s.dirty[fp] = struct{}{}
+	s.want++
+	return s.want
+}
+
+// flush returns once a publication covering request want has finished: it runs one
+// itself unless another caller's, started later, already covered it. Publications
+// are serialised, so subscribers see them in order, and each copies only the shards
+// whose statuses changed.
+func (s *Scheduler) flush(want uint64) {
 	s.pubMu.Lock()
 	defer s.pubMu.Unlock()
 	s.mu.Lock()
-	states := make(map[string]Status, len(s.checks))
-	for fp, e := range s.checks {
-		st := Status{Down: e.info.State.Down, Seen: e.info.Seen, Since: e.info.LastChange}
-		if s.Aggregator != nil {
-			st = s.Aggregator.Status(fp, st)
+	if s.served >= want {
+		s.mu.Unlock()
+		return
+	}
+	dirty, all := s.dirty, s.all
+	s.dirty, s.all, s.served = nil, false, s.want
+
+	prev := s.snap
+	var next Snapshot
+	if prev != nil {
+		next.shards = prev.shards
+	}
+	var copied [shardCount]bool
+	changed := false
+	update := func(fp string) {
+		old, had := prev.lookup(fp)
+		e, ok := s.checks[fp]
+		if !ok && !had {
+			return
 		}
-		states[fp] = st
+		var st Status
+		if ok {
+			st = Status{Down: e.info.State.Down, Seen: e.info.Seen, Since: e.info.LastChange}
+			if s.Aggregator != nil {
+				st = s.Aggregator.Status(fp, st)
+			}
+			if had && old == st {
+				return
+			}
+			if !had && st == (Status{}) {
+				return // absent reads as new; nothing to record yet
+			}
+		}
+		i := shardOf(fp)
+		if !copied[i] {
+			copied[i] = true
+			next.shards[i] = maps.Clone(next.shards[i])
+			if next.shards[i] == nil {
+				next.shards[i] = map[string]Status{}
+			}
+		}
+		if ok {
+			next.shards[i][fp] = st
+		} else {
+			delete(next.shards[i], fp)
+		}
+		changed = true
+	}
+	if all {
+		for fp := range s.checks {
+			update(fp)
+		}
+		prev.Each(func(fp string, _ Status) {
+			if _, ok := s.checks[fp]; !ok {
+				update(fp)
+			}
+		})
+	} else {
+		for fp := range dirty {
+			update(fp)
+		}
+	}
+	s.mu.Unlock()
+	if !changed {
+		return
 	}
 	s.gen++
-	snap := &Snapshot{Gen: s.gen, states: states}
-	s.mu.Unlock()
-	s.snap = snap
+	next.Gen = s.gen
+	s.snap = &next
 	for _, fn := range s.subs {
-		fn(snap)
+		fn(&next)
 	}
 }
 

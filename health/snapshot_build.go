@@ -1,9 +1,15 @@
 package health
 
-import "maps"
-
 // NewSnapshot returns a snapshot holding states (keyed by fingerprint), for code that
 // builds health views itself: tests, and tools that replay recorded states.
 func NewSnapshot(gen uint64, states map[string]Status) *Snapshot {
-	return &Snapshot{Gen: gen, states: maps.Clone(states)}
+	s := &Snapshot{Gen: gen}
+	for fp, st := range states {
+		i := shardOf(fp)
+		if s.shards[i] == nil {
+			s.shards[i] = map[string]Status{}
+		}
+		s.shards[i][fp] = st
+	}
+	return s
 }

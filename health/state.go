@@ -10,7 +10,8 @@ type State struct {
 }
 
 // Observe returns the state after one probe result: it flips only after fails
-// failures (or passes passes) in a row, as Route 53's checkers do.
+// failures (or passes passes) in a row, as Route 53's checkers do. A threshold
+// below 1 counts as 1.
 func (s State) Observe(ok bool, fails, passes int) State {
 	if ok == !s.Down { // agrees with the current state
 		s.run = 0
@@ -22,6 +23,9 @@ func (s State) Observe(ok bool, fails, passes int) State {
 	return s
 }
 
+// Run returns how many consecutive results so far disagree with Down.
+func (s State) Run() int { return s.run }
+
 // Status is what a snapshot records of one probed check.
 type Status struct {
 	Down  bool      // the raw state (before Disabled and Invert)
@@ -29,12 +33,26 @@ type Status struct {
 	Since time.Time // when Down last changed (zero: never)
 }
 
+// shardCount splits a snapshot's states so that a publication copies only the shards
+// whose checks changed, not every check's status.
+const shardCount = 64
+
 // Snapshot is an immutable view of every probed check's status, keyed by fingerprint.
 // A Snapshot is never modified after it is published; the zero Snapshot (and nil)
 // knows no check, so every check reads as new: healthy, unless inverted.
 type Snapshot struct {
 	Gen    uint64 // increases with each publication
-	states map[string]Status
+	shards [shardCount]map[string]Status
+}
+
+// shardOf hashes fp (FNV-1a) to a shard index.
+func shardOf(fp string) int {
+	h := uint32(2166136261)
+	for i := 0; i < len(fp); i++ {
+		h ^= uint32(fp[i])
+		h *= 16777619
+	}
+	return int(h % shardCount)
 }
 
 // Status returns the recorded status of the check with fingerprint fp.
@@ -42,7 +60,39 @@ func (s *Snapshot) Status(fp string) Status {
 	if s == nil {
 		return Status{}
 	}
-	return s.states[fp]
+	return s.shards[shardOf(fp)][fp]
+}
+
+func (s *Snapshot) lookup(fp string) (Status, bool) {
+	if s == nil {
+		return Status{}, false
+	}
+	st, ok := s.shards[shardOf(fp)][fp]
+	return st, ok
+}
+
+// Len returns how many checks s records.
+func (s *Snapshot) Len() int {
+	if s == nil {
+		return 0
+	}
+	n := 0
+	for _, m := range s.shards {
+		n += len(m)
+	}
+	return n
+}
+
+// Each calls fn for every check s records, in no particular order.
+func (s *Snapshot) Each(fn func(fp string, st Status)) {
+	if s == nil {
+		return
+	}
+	for _, m := range s.shards {
+		for fp, st := range m {
+			fn(fp, st)
+		}
+	}
 }
 
 // Healthy evaluates spec against s: Disabled forces healthy, a calculated check counts

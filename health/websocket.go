@@ -1,0 +1,150 @@
+package health
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+
+	"github.com/coder/websocket"
+)
+
+const (
+	// maxWSMessage bounds one message read from a websocket endpoint; a larger one
+	// fails the probe instead of filling memory.
+	maxWSMessage = 64 << 10
+	// maxWSMessages bounds how many replies a probe reads while waiting for Expect.
+	maxWSMessages = 64
+)
+
+// wsChecker probes a ws:// or wss:// endpoint: the heartbeat of the WebSocket
+// disaster-recovery pattern. It opens a new connection per probe, sends Send (if
+// any) and passes when a reply containing Expect arrives (any reply when Expect is
+// empty). With neither, a completed opening and closing handshake passes.
+type wsChecker struct {
+	url    string
+	opts   websocket.DialOptions
+	send   []byte
+	expect []byte
+}
+
+// rawConnKey carries a probe's *net.Conn slot from Check to the dialer, so the
+// probe can close the socket itself when its budget runs out.
+type rawConnKey struct{}
+
+func newWSChecker(spec *Spec, agent string) (Checker, error) {
+	u, err := url.Parse(spec.Target)
+	if err != nil {
+		return nil, err
+	}
+	if u.Scheme != "ws" && u.Scheme != "wss" {
+		return nil, fmt.Errorf("scheme %q, expected ws or wss", u.Scheme)
+	}
+	if u.Hostname() == "" {
+		return nil, fmt.Errorf("target %q has no host", spec.Target)
+	}
+	name := spec.Host
+	if h, _, err := net.SplitHostPort(name); err == nil {
+		name = h
+	}
+	if name == "" {
+		name = u.Hostname()
+	}
+	tc := &tls.Config{
+		InsecureSkipVerify: true, // like https checks, certificates are not validated
+		MinVersion:         tls.VersionTLS10,
+	}
+	if net.ParseIP(name) == nil {
+		tc.ServerName = name
+	}
+	var d net.Dialer
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := d.DialContext(ctx, network, addr)
+			if slot, ok := ctx.Value(rawConnKey{}).(*net.Conn); ok && err == nil {
+				*slot = c
+			}
+			return c, err
+		},
+		TLSClientConfig:        tc,
+		DisableKeepAlives:      true, // a fresh connection per probe, no idle sockets
+		DisableCompression:     true,
+		MaxResponseHeaderBytes: maxHeaderBytes,
+	}
+	c := &wsChecker{
+		url: u.String(),
+		opts: websocket.DialOptions{
+			HTTPClient: &http.Client{
+				Transport: tr,
+				CheckRedirect: func(*http.Request, []*http.Request) error {
+					return http.ErrUseLastResponse // a redirect is not an upgrade: fail
+				},
+			},
+			HTTPHeader: http.Header{"User-Agent": {agent}},
+			Host:       spec.Host,
+		},
+		send:   []byte(spec.Send),
+		expect: []byte(spec.Expect),
+	}
+	return c, nil
+}
+
+// Check runs one heartbeat probe; it returns by the time ctx ends, closing the
+// socket underneath the library if the peer stalls a handshake.
+func (w *wsChecker) Check(ctx context.Context) error {
+	var raw net.Conn
+	dctx := context.WithValue(ctx, rawConnKey{}, &raw)
+	conn, resp, err := websocket.Dial(dctx, w.url, &w.opts)
+	if err != nil {
+		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
+			return fmt.Errorf("handshake: status %d", resp.StatusCode)
+		}
+		return fmt.Errorf("handshake: %w", err)
+	}
+	// The closing handshake waits on the peer with its own timers; ctx's end
+	// closes the socket, which ends it at once.
+	stop := context.AfterFunc(ctx, func() {
+		if raw != nil {
+			raw.Close()
+		}
+	})
+	defer stop()
+	defer conn.CloseNow()
+	conn.SetReadLimit(maxWSMessage)
+
+	if len(w.send) == 0 && len(w.expect) == 0 {
+		if err := conn.Close(websocket.StatusNormalClosure, ""); err != nil && !closedNormally(err) {
+			return fmt.Errorf("closing handshake: %w", err)
+		}
+		return nil
+	}
+	if len(w.send) > 0 {
+		if err := conn.Write(ctx, websocket.MessageText, w.send); err != nil {
+			return fmt.Errorf("sending heartbeat: %w", err)
+		}
+	}
+	for range maxWSMessages {
+		_, msg, err := conn.Read(ctx)
+		if err != nil {
+			if s := websocket.CloseStatus(err); s != -1 {
+				return fmt.Errorf("closed by the endpoint before a reply (status %d)", s)
+			}
+			return fmt.Errorf("waiting for a reply: %w", err)
+		}
+		if bytes.Contains(msg, w.expect) {
+			conn.Close(websocket.StatusNormalClosure, "") // courtesy; the probe has passed
+			return nil
+		}
+	}
+	return fmt.Errorf("no reply containing %q in %d messages", w.expect, maxWSMessages)
+}
+
+// closedNormally reports whether err only says the peer ended the connection with
+// a normal closure of its own.
+func closedNormally(err error) bool {
+	return websocket.CloseStatus(err) == websocket.StatusNormalClosure || errors.Is(err, net.ErrClosed)
+}
