@@ -54,7 +54,7 @@ type Event struct {
 	Time    time.Time
 	User    string
 	State   State
-	Attempt int           // Connecting, Waiting: consecutive attempt number since the last connection, from 1
+	Attempt int           // Connecting, Connected, Waiting: retry number since the last connection (0: the first try)
 	Addr    string        // Connecting (once resolved), Connected: host:port dialled
 	Region  string        // Connected: the region that resumed the session
 	Version uint64        // Connected: the session version that region holds
@@ -167,19 +167,21 @@ func (c *Client) emit(e Event) {
 }
 
 // Run connects and keeps the session connected until ctx ends (it returns ctx's
-// error) or Backoff.Attempts consecutive attempts failed (ErrGaveUp). The first
-// attempt starts at once; every later one waits Backoff.Delay, including the first
-// after a lost connection, so clients that lost the same region spread out.
+// error) or Backoff.Attempts consecutive retries failed (ErrGaveUp). The first
+// connection is tried at once; retry n since the last connection (from 0) waits
+// Backoff.Delay(n) first, including the first retry after a lost connection, so
+// clients that lost the same region at the same instant spread out.
 func (c *Client) Run(ctx context.Context) error {
-	failed := 0 // consecutive failed attempts, or the reconnect after a drop
+	retry := 0 // retries since the last connection
 	for first := true; ; first = false {
 		if !first {
-			if failed >= c.o.Backoff.Attempts {
-				c.emit(Event{State: Failed, Attempt: failed, Err: ErrGaveUp})
+			if retry >= c.o.Backoff.Attempts {
+				c.emit(Event{State: Failed, Attempt: retry, Err: ErrGaveUp})
 				return ErrGaveUp
 			}
-			d := c.o.Backoff.Delay(failed)
-			c.emit(Event{State: Waiting, Attempt: failed + 1, Delay: d})
+			d := c.o.Backoff.Delay(retry)
+			retry++
+			c.emit(Event{State: Waiting, Attempt: retry, Delay: d})
 			t := time.NewTimer(d)
 			select {
 			case <-ctx.Done():
@@ -188,17 +190,15 @@ func (c *Client) Run(ctx context.Context) error {
 			case <-t.C:
 			}
 		}
-		attempt := failed + 1
-		failed++
-		conn, err := c.connect(ctx, attempt)
+		conn, err := c.connect(ctx, retry)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			c.emit(Event{State: Disconnected, Attempt: attempt, Err: err})
+			c.emit(Event{State: Disconnected, Attempt: retry, Err: err})
 			continue
 		}
-		failed = 0
+		retry = 0
 		err = c.session(ctx, conn)
 		conn.Close()
 		if ctx.Err() != nil {
