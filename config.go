@@ -57,15 +57,27 @@ const (
 	Secondary
 )
 
+// GeoLevel is the size of a geolocation member's region; smaller wins.
+type GeoLevel uint8
+
+// Geolocation levels, smallest first.
+const (
+	GeoSubdivision GeoLevel = iota
+	GeoCountry
+	GeoContinent
+	GeoDefault
+)
+
 // Config is a parsed and validated healthroute block.
 type Config struct {
-	Zones       []string
-	TTL         uint32
-	Fall        fall.F
-	Regions     map[string]Region
-	Checks      map[string]*health.Spec // by name
-	Records     []*RecordSet            // in Corefile order
-	MaxInFlight int
+	Zones        []string
+	TTL          uint32
+	Fall         fall.F
+	Regions      map[string]Region
+	LatencyTable string                  // path of the latency CSV, "" for none
+	Checks       map[string]*health.Spec // by name
+	Records      []*RecordSet            // in Corefile order
+	MaxInFlight  int
 }
 
 // Region is a named place, for latency and geoproximity.
@@ -94,8 +106,18 @@ type Member struct {
 	checkName string // as written; resolved to Check by validate
 
 	Weight uint8  // weighted
-	Region string // latency
+	Region string // latency; geoproximity when it names a region
 	Role   Role   // failover
+
+	Geo     GeoLevel // geolocation
+	GeoCode string   // geolocation: "EU", "DE", "US-CA" ("" for default)
+
+	Coords   bool    // geoproximity: Lat/Lon set (by coordinates or from the region)
+	Lat, Lon float64 // geoproximity, truncated to two decimals
+	Bias     int     // geoproximity, -99..99
+
+	CIDRs   []netip.Prefix // ip
+	Default bool           // ip and geolocation: the default member
 
 	pos pos
 }

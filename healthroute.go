@@ -6,8 +6,12 @@ import (
 	"context"
 	"net"
 	"net/netip"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/coredns/coredns/plugin"
+	"github.com/coredns/coredns/plugin/metadata"
 	"github.com/coredns/coredns/request"
 	"github.com/miekg/dns"
 )
@@ -20,7 +24,11 @@ type HealthRoute struct {
 	resolver *Resolver
 	reg      *registry
 	stop     func() // ends the snapshot subscription
+	unwatch  func() // stops the latency_table watcher
 }
+
+// latencyTablePeriod is how often the latency_table file is checked for changes.
+const latencyTablePeriod = 2 * time.Second
 
 // New returns the handler for cfg; it starts nothing until OnStartup.
 func New(cfg *Config, reg *registry) *HealthRoute {
@@ -41,7 +49,11 @@ func (h *HealthRoute) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns
 	if !ok {
 		return dns.RcodeFormatError, nil // nothing written: the server answers FORMERR
 	}
-	ans := h.resolver.Resolve(Query{Name: state.Name(), Type: state.QType(), Client: cl}) // lock-free
+	q := Query{Name: state.Name(), Type: state.QType(), Client: cl}
+	if h.resolver.NeedsLocation() {
+		q.Loc = location(ctx)
+	}
+	ans := h.resolver.Resolve(q) // lock-free
 	if ans.Rcode == dns.RcodeNameError && h.cfg.Fall.Through(state.Name()) {
 		return plugin.NextOrFailure(h.Name(), h.Next, ctx, w, r)
 	}
@@ -97,6 +109,26 @@ func client(w dns.ResponseWriter, r *dns.Msg) (cl netip.Prefix, ecs *dns.EDNS0_S
 	return netip.PrefixFrom(a, a.BitLen()), nil, true
 }
 
+// location reads the client's location from the geoip plugin's metadata (empty when
+// geoip and metadata are not configured or the address is not in the database).
+func location(ctx context.Context) Location {
+	get := func(key string) string {
+		if f := metadata.ValueFunc(ctx, key); f != nil {
+			return f()
+		}
+		return ""
+	}
+	l := Location{
+		Country:      strings.ToUpper(get("geoip/country/code")),
+		Continent:    strings.ToUpper(get("geoip/continent/code")),
+		Subdivisions: strings.ToUpper(get("geoip/subdivisions/code")),
+	}
+	lat, err1 := strconv.ParseFloat(get("geoip/latitude"), 64)
+	lon, err2 := strconv.ParseFloat(get("geoip/longitude"), 64)
+	l.Lat, l.Lon, l.HasCoords = lat, lon, err1 == nil && err2 == nil
+	return l
+}
+
 // echoECS adds the ECS option to the reply as RFC 7871 asks: the query's family,
 // source prefix and address, with the scope the answer depended on.
 func echoECS(m, r *dns.Msg, ecs *dns.EDNS0_SUBNET, scope uint8) {
@@ -127,6 +159,12 @@ func (h *HealthRoute) OnStartup() error {
 	specs := h.specs()
 	sched.Acquire(specs)
 	h.stop = sched.Subscribe(h.resolver.Publish)
+	if path := h.cfg.LatencyTable; path != "" {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); watchLatencyTable(ctx, h.resolver, path, latencyTablePeriod) }()
+		h.unwatch = func() { cancel(); <-done }
+	}
 	return nil
 }
 
@@ -138,6 +176,10 @@ func (h *HealthRoute) OnShutdown() error {
 	}
 	h.stop()
 	h.stop = nil
+	if h.unwatch != nil {
+		h.unwatch()
+		h.unwatch = nil
+	}
 	h.reg.scheduler().Release(h.specs())
 	h.reg.release()
 	return nil

@@ -23,7 +23,8 @@ func parsePolicy(s string) (Policy, bool) {
 }
 
 // supported lists the policies the resolver implements.
-var supported = map[Policy]bool{Simple: true, Weighted: true, Failover: true, Multivalue: true}
+var supported = map[Policy]bool{Simple: true, Weighted: true, Latency: true, Failover: true,
+	Geolocation: true, Geoproximity: true, Multivalue: true, IPBased: true}
 
 // parseRecord reads `record NAME POLICY { MEMBERS }`.
 func parseRecord(c *caddy.Controller, cfg *Config) (*RecordSet, error) {
@@ -40,7 +41,7 @@ func parseRecord(c *caddy.Controller, cfg *Config) (*RecordSet, error) {
 	}
 	pol, ok := parsePolicy(strings.ToLower(args[1]))
 	if !ok {
-		return nil, c.Errf("record %s: unknown or unsupported policy '%s', expected simple, weighted, failover or multivalue", name, args[1])
+		return nil, c.Errf("record %s: unknown or unsupported policy '%s', expected simple, weighted, latency, failover, geolocation, geoproximity, multivalue or ip", name, args[1])
 	}
 	rs := &RecordSet{Name: name, Policy: pol, pos: pos{c.File(), c.Line()}}
 	if !c.NextArg() {
@@ -53,7 +54,7 @@ func parseRecord(c *caddy.Controller, cfg *Config) (*RecordSet, error) {
 			}
 			return rs, nil
 		}
-		m, err := parseMember(c, rs, append([]string{c.Val()}, c.RemainingArgs()...))
+		m, err := parseMember(c, cfg, rs, append([]string{c.Val()}, c.RemainingArgs()...))
 		if err != nil {
 			return nil, err
 		}
@@ -64,15 +65,18 @@ func parseRecord(c *caddy.Controller, cfg *Config) (*RecordSet, error) {
 
 // policyKeys says what a member line of each policy starts with, for error messages.
 var policyKeys = map[Policy]string{
-	Simple:     "a target (A, AAAA, CNAME or alias)",
-	Weighted:   "'weight N'",
-	Latency:    "'region NAME'",
-	Failover:   "'primary' or 'secondary'",
-	Multivalue: "'value'",
+	Simple:       "a target (A, AAAA, CNAME or alias)",
+	Weighted:     "'weight N'",
+	Latency:      "'region NAME'",
+	Failover:     "'primary' or 'secondary'",
+	Multivalue:   "'value'",
+	Geolocation:  "'continent XX', 'country XX', 'subdivision XX-YY' or 'default'",
+	Geoproximity: "'region NAME [bias B]' or 'coordinates LAT LON [bias B]'",
+	IPBased:      "'cidr PREFIX[,PREFIX...]' or 'default'",
 }
 
 // parseMember reads one member line: policy key, target, options.
-func parseMember(c *caddy.Controller, rs *RecordSet, a []string) (*Member, error) {
+func parseMember(c *caddy.Controller, cfg *Config, rs *RecordSet, a []string) (*Member, error) {
 	m := &Member{pos: pos{c.File(), c.Line()}}
 	bad := func() error {
 		return c.Errf("record %s: '%s' is not a member key of %s records, expected %s", rs.Name, a[0], rs.Policy, policyKeys[rs.Policy])
@@ -106,6 +110,50 @@ func parseMember(c *caddy.Controller, rs *RecordSet, a []string) (*Member, error
 			return nil, bad()
 		}
 		a = a[1:]
+	case Latency:
+		if a[0] != "region" {
+			return nil, bad()
+		}
+		if len(a) < 2 {
+			return nil, c.ArgErr()
+		}
+		m.Region, a = a[1], a[2:]
+	case Geolocation:
+		var err error
+		if a, err = parseGeoKey(c, rs, m, a); err != nil {
+			return nil, err
+		}
+	case Geoproximity:
+		var err error
+		if a, err = parseProximityKey(c, cfg, rs, m, a); err != nil {
+			return nil, err
+		}
+	case IPBased:
+		switch a[0] {
+		case "default":
+			m.Default, a = true, a[1:]
+		case "cidr":
+			if len(a) < 2 {
+				return nil, c.ArgErr()
+			}
+			for _, s := range strings.Split(a[1], ",") {
+				p, err := netip.ParsePrefix(s)
+				if err != nil || p.Addr().Zone() != "" {
+					return nil, c.Errf("record %s: cidr: invalid prefix '%s', expected ADDRESS/LENGTH", rs.Name, s)
+				}
+				max := 24
+				if p.Addr().Is6() {
+					max = 48
+				}
+				if p.Bits() < 1 || p.Bits() > max {
+					return nil, c.Errf("record %s: cidr: prefix '%s' has length %d, expected 1-%d (use 'default' for everything else)", rs.Name, s, p.Bits(), max)
+				}
+				m.CIDRs = append(m.CIDRs, p.Masked())
+			}
+			a = a[2:]
+		default:
+			return nil, bad()
+		}
 	}
 	if len(a) == 0 {
 		return nil, c.Errf("record %s: missing target, expected A, AAAA, CNAME or alias", rs.Name)
@@ -183,6 +231,77 @@ func parseMember(c *caddy.Controller, rs *RecordSet, a []string) (*Member, error
 	return m, nil
 }
 
+// parseGeoKey reads a geolocation key: continent XX, country XX, subdivision XX-YY
+// or default.
+func parseGeoKey(c *caddy.Controller, rs *RecordSet, m *Member, a []string) ([]string, error) {
+	if a[0] == "default" {
+		m.Geo, m.Default = GeoDefault, true
+		return a[1:], nil
+	}
+	if len(a) < 2 {
+		return nil, c.ArgErr()
+	}
+	code := strings.ToUpper(a[1])
+	switch a[0] {
+	case "continent":
+		if !continents[code] {
+			return nil, c.Errf("record %s: continent: invalid code '%s', expected AF, AN, AS, EU, NA, OC or SA", rs.Name, a[1])
+		}
+		m.Geo = GeoContinent
+	case "country":
+		if _, ok := continentOf[code]; !ok {
+			return nil, c.Errf("record %s: country: invalid code '%s', expected an ISO 3166-1 alpha-2 code", rs.Name, a[1])
+		}
+		m.Geo = GeoCountry
+	case "subdivision":
+		cc, sub, ok := strings.Cut(code, "-")
+		if _, known := continentOf[cc]; !ok || !known || sub == "" || len(sub) > 3 {
+			return nil, c.Errf("record %s: subdivision: invalid code '%s', expected COUNTRY-SUBDIVISION such as US-CA", rs.Name, a[1])
+		}
+		m.Geo = GeoSubdivision
+	default:
+		return nil, c.Errf("record %s: '%s' is not a member key of geolocation records, expected %s", rs.Name, a[0], policyKeys[Geolocation])
+	}
+	m.GeoCode = code
+	return a[2:], nil
+}
+
+// parseProximityKey reads `region NAME [bias B]` or `coordinates LAT LON [bias B]`.
+func parseProximityKey(c *caddy.Controller, cfg *Config, rs *RecordSet, m *Member, a []string) ([]string, error) {
+	switch a[0] {
+	case "region":
+		if len(a) < 2 {
+			return nil, c.ArgErr()
+		}
+		r, ok := cfg.Regions[a[1]]
+		if !ok {
+			return nil, c.Errf("record %s: unknown region '%s', expected one defined with 'region NAME LATITUDE LONGITUDE' above", rs.Name, a[1])
+		}
+		m.Region, m.Lat, m.Lon, a = r.Name, r.Lat, r.Lon, a[2:]
+	case "coordinates":
+		if len(a) < 3 {
+			return nil, c.ArgErr()
+		}
+		lat, err1 := strconv.ParseFloat(a[1], 64)
+		lon, err2 := strconv.ParseFloat(a[2], 64)
+		if err1 != nil || err2 != nil || lat < -90 || lat > 90 || lon < -180 || lon > 180 {
+			return nil, c.Errf("record %s: coordinates: invalid '%s %s', expected LATITUDE (-90..90) LONGITUDE (-180..180)", rs.Name, a[1], a[2])
+		}
+		m.Lat, m.Lon, a = lat, lon, a[3:]
+	default:
+		return nil, c.Errf("record %s: '%s' is not a member key of geoproximity records, expected %s", rs.Name, a[0], policyKeys[Geoproximity])
+	}
+	m.Coords, m.Lat, m.Lon = true, truncate2(m.Lat), truncate2(m.Lon)
+	if len(a) >= 2 && a[0] == "bias" {
+		b, err := strconv.Atoi(a[1])
+		if err != nil || b < -99 || b > 99 {
+			return nil, c.Errf("record %s: bias: invalid value '%s', expected a number from -99 to 99", rs.Name, a[1])
+		}
+		m.Bias, a = b, a[2:]
+	}
+	return a, nil
+}
+
 func isOption(s string) bool {
 	return s == "check" || s == "id" || s == "evaluate_target_health"
 }
@@ -195,6 +314,16 @@ func defaultID(m *Member) string {
 		key = "primary-"
 	case m.Role == Secondary:
 		key = "secondary-"
+	case m.Region != "":
+		key = m.Region + "-"
+	case m.Default:
+		key = "default-"
+	case m.GeoCode != "":
+		key = m.GeoCode + "-"
+	case m.Coords:
+		key = strconv.FormatFloat(m.Lat, 'f', -1, 64) + "," + strconv.FormatFloat(m.Lon, 'f', -1, 64) + "-"
+	case len(m.CIDRs) > 0:
+		key = m.CIDRs[0].String() + "-"
 	}
 	switch m.Kind {
 	case KindA, KindAAAA:
@@ -321,6 +450,48 @@ func validateGroup(rs *RecordSet, t Kind, group []*Member) error {
 	case Weighted:
 		if len(group) > 100 {
 			return group[100].pos.errorf("record %s: at most 100 weighted members per type, found %d", rs.Name, len(group))
+		}
+	case Latency:
+		seen := map[string]bool{}
+		for _, m := range group {
+			if seen[m.Region] {
+				return m.pos.errorf("record %s: region '%s' has a second %s member; latency records have one per region", rs.Name, m.Region, t)
+			}
+			seen[m.Region] = true
+		}
+	case Geolocation:
+		seen := map[string]bool{}
+		for _, m := range group {
+			key := m.GeoCode
+			if m.Default {
+				key = "default"
+			}
+			if seen[key] {
+				return m.pos.errorf("record %s: location '%s' has a second %s member", rs.Name, key, t)
+			}
+			seen[key] = true
+		}
+		if !seen["default"] {
+			log.Warningf("record %s: geolocation %s group has no default: clients elsewhere get no answer", rs.Name, t)
+		}
+	case IPBased:
+		seen := map[netip.Prefix]bool{}
+		defaults := 0
+		for _, m := range group {
+			if m.Default {
+				if defaults++; defaults > 1 {
+					return m.pos.errorf("record %s: a second %s default member", rs.Name, t)
+				}
+			}
+			for _, p := range m.CIDRs {
+				if seen[p] {
+					return m.pos.errorf("record %s: prefix %s is in two %s members", rs.Name, p, t)
+				}
+				seen[p] = true
+			}
+		}
+		if defaults == 0 {
+			log.Warningf("record %s: ip %s group has no default: unmatched clients get no answer", rs.Name, t)
 		}
 	}
 	return nil

@@ -2,9 +2,12 @@ package healthroute
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"net/netip"
 	"net/url"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -47,6 +50,7 @@ func parse(c *caddy.Controller) (*Config, error) {
 	}
 	cfg.Zones = plugin.OriginsFromArgsOrServerBlock(c.RemainingArgs(), c.ServerBlockKeys)
 	var children map[*health.Spec][]childRef // calculated checks, resolved after the block
+	var tablePos pos                         // where latency_table was given
 	for c.NextBlock() {
 		switch c.Val() {
 		case "ttl":
@@ -71,6 +75,16 @@ func parse(c *caddy.Controller) (*Config, error) {
 				return nil, c.Errf("max_probes: invalid value '%s', expected a number from 1 to 1000000", args[0])
 			}
 			cfg.MaxInFlight = n
+		case "latency_table":
+			args := c.RemainingArgs()
+			if len(args) != 1 {
+				return nil, c.ArgErr()
+			}
+			path := args[0]
+			if !filepath.IsAbs(path) {
+				path = filepath.Join(dnsserver.GetConfig(c).Root, path)
+			}
+			cfg.LatencyTable, tablePos = path, pos{c.File(), c.Line()}
 		case "region":
 			r, err := parseRegion(c, c.RemainingArgs())
 			if err != nil {
@@ -110,6 +124,11 @@ func parse(c *caddy.Controller) (*Config, error) {
 	}
 	if err := validate(cfg); err != nil {
 		return nil, err
+	}
+	if cfg.LatencyTable != "" {
+		if _, err := loadLatencyTable(cfg.LatencyTable, regionIDs(cfg)); err != nil {
+			return nil, tablePos.errorf("latency_table: %v", err)
+		}
 	}
 	return cfg, nil
 }
@@ -350,7 +369,11 @@ func checkTarget(typ health.Type, t string) (string, error) {
 // resolveChildren links calculated checks to their children and refuses unknown
 // children and cycles.
 func resolveChildren(cfg *Config, children map[*health.Spec][]childRef) error {
-	for s, refs := range children {
+	order := slices.SortedFunc(maps.Keys(children), func(a, b *health.Spec) int {
+		return children[a][0].pos.line - children[b][0].pos.line // Corefile order: stable errors
+	})
+	for _, s := range order {
+		refs := children[s]
 		for _, r := range refs {
 			k, ok := cfg.Checks[r.name]
 			if !ok {
@@ -382,7 +405,7 @@ func resolveChildren(cfg *Config, children map[*health.Spec][]childRef) error {
 		color[s] = black
 		return nil
 	}
-	for s := range children {
+	for _, s := range order {
 		if err := visit(s, nil); err != nil {
 			return err
 		}

@@ -26,13 +26,22 @@ type node struct {
 	set     *RecordSet
 	qtype   uint16
 	members []mnode
+
+	// dynOrder: the policy ranks members by the client (latency, geolocation,
+	// geoproximity, ip). dynHealth: whether a healthy answer exists depends on the
+	// client (geolocation and ip groups, and groups that evaluate target health into
+	// them; ROUTE53.md decision 5). Static nodes are decided entirely at compile.
+	dynOrder, dynHealth bool
+	ip                  prefixIndex[int32] // ip: block -> member index
+	ipDefault           int32              // ip and geolocation: the default member, -1 for none
 }
 
 // mnode is a member of a node: a leaf with prebuilt RRs, or an alias to a child node.
 type mnode struct {
-	m     *Member
-	rrs   []dns.RR // leaf RRs, owner = the entry name; capped, never mutated
-	child *node    // alias target
+	m      *Member
+	rrs    []dns.RR // leaf RRs, owner = the entry name; capped, never mutated
+	child  *node    // alias target
+	region int      // latency: the plan's region id
 }
 
 // entry is what a name answers: one node per type it serves.
@@ -51,11 +60,43 @@ type plan struct {
 	soa    map[string][]dns.RR
 	nodes  []*node
 	checks []*health.Spec // every check the records use, children included
+
+	regionIDs map[string]int // latency regions by name
+	regions   []Region       // by id; Lat/Lon valid where hasCoords
+	hasCoords []bool
+	needsLoc  bool // some node ranks by the client's geoip location
+}
+
+// regionIDs numbers every region name the configuration knows.
+func regionIDs(cfg *Config) map[string]int {
+	ids := map[string]int{}
+	add := func(n string) {
+		if _, ok := ids[n]; !ok {
+			ids[n] = len(ids)
+		}
+	}
+	for _, rs := range cfg.Records {
+		for _, m := range rs.Members {
+			if rs.Policy == Latency {
+				add(m.Region)
+			}
+		}
+	}
+	for n := range cfg.Regions {
+		add(n)
+	}
+	return ids
 }
 
 func newPlan(cfg *Config) *plan {
 	p := &plan{ttl: cfg.TTL, zones: cfg.Zones, names: map[string]*entry{}, wild: map[string]*entry{},
-		exists: map[string]bool{}, soa: map[string][]dns.RR{}}
+		exists: map[string]bool{}, soa: map[string][]dns.RR{}, regionIDs: regionIDs(cfg)}
+	p.regions = make([]Region, len(p.regionIDs))
+	p.hasCoords = make([]bool, len(p.regionIDs))
+	for n, id := range p.regionIDs {
+		r, ok := cfg.Regions[n]
+		p.regions[id], p.hasCoords[id] = Region{Name: n, Lat: r.Lat, Lon: r.Lon}, ok
+	}
 	sets := map[string]*RecordSet{}
 	for _, rs := range cfg.Records {
 		sets[rs.Name] = rs
@@ -116,20 +157,46 @@ func (p *plan) build(owner string, rs *RecordSet, qtype uint16, sets map[string]
 	if n, ok := memo[key]; ok {
 		return n
 	}
-	n := &node{set: rs, qtype: qtype}
+	n := &node{set: rs, qtype: qtype, ipDefault: -1}
+	switch rs.Policy {
+	case Latency, Geoproximity:
+		n.dynOrder = true
+	case Geolocation, IPBased:
+		n.dynOrder, n.dynHealth = true, true
+	}
 	for _, m := range rs.Members {
+		var mn mnode
 		switch {
 		case m.Kind == KindAlias:
-			if child := p.build(owner, sets[m.Target], qtype, sets, memo); child != nil {
-				n.members = append(n.members, mnode{m: m, child: child})
+			child := p.build(owner, sets[m.Target], qtype, sets, memo)
+			if child == nil {
+				continue
 			}
+			mn = mnode{m: m, child: child}
+			n.dynHealth = n.dynHealth || (m.ETH && child.dynHealth)
 		case m.Kind.qtype() == qtype:
-			n.members = append(n.members, mnode{m: m, rrs: leafRRs(owner, m, p.ttl)})
+			mn = mnode{m: m, rrs: leafRRs(owner, m, p.ttl)}
+		default:
+			continue
 		}
+		i := int32(len(n.members))
+		if m.Default {
+			n.ipDefault = i
+		}
+		for _, b := range m.CIDRs {
+			n.ip.add(b, i)
+		}
+		if rs.Policy == Latency {
+			mn.region = p.regionIDs[m.Region]
+		}
+		n.members = append(n.members, mn)
 	}
 	if len(n.members) == 0 {
 		memo[key] = nil
 		return nil
+	}
+	if rs.Policy == Latency || rs.Policy == Geolocation || rs.Policy == Geoproximity {
+		p.needsLoc = true
 	}
 	n.id = len(p.nodes)
 	p.nodes = append(p.nodes, n)
@@ -190,12 +257,15 @@ const (
 
 // nodeState is a node's health-dependent selection data.
 type nodeState struct {
-	healthy  bool     // a healthy answer exists in this branch (for evaluate target health)
-	failOpen bool     // no member is healthy: the last resort is in force
+	healthy  bool     // a healthy answer exists in this branch (static nodes; for evaluate target health)
+	failOpen bool     // no member is healthy: the last resort is in force (static nodes)
 	mode     mode     // how to pick among cands
 	cands    []int32  // member indices a query may pick
 	cum      []uint32 // pickWeight: cumulative weights of cands
-	ok       []bool   // per member: healthy (for explain and metrics)
+	// ok is each member's health as far as it does not depend on the client: its
+	// check, and for evaluate target health into a static child, the child's branch.
+	// In static nodes that is all of it.
+	ok []bool
 }
 
 // table is a plan evaluated against one health snapshot; immutable once stored.
@@ -232,7 +302,7 @@ func compile(p *plan, snap *health.Snapshot) *table {
 			ok[i] = healthy(mn.m.Check)
 			if mn.child != nil {
 				eval(mn.child)
-				if mn.m.ETH {
+				if mn.m.ETH && !mn.child.dynHealth {
 					ok[i] = ok[i] && t.st[mn.child.id].healthy
 				}
 			}
@@ -261,7 +331,19 @@ func choose(n *node, ok []bool) nodeState {
 	for i := range all {
 		all[i] = int32(i)
 	}
+	if n.dynHealth {
+		// The client decides what is healthy: keep ok, and for weighted groups the
+		// last resort, which does not depend on health at all.
+		st.healthy, st.failOpen = false, false
+		if n.set.Policy == Weighted {
+			last := choose(&node{set: n.set, members: n.members}, make([]bool, len(ok)))
+			st.mode, st.cands, st.cum = last.mode, last.cands, last.cum
+		}
+		return st
+	}
 	switch n.set.Policy {
+	case Latency, Geolocation, Geoproximity, IPBased:
+		return st // ranked per query; healthy = any member healthy
 	case Simple:
 		st.mode, st.cands = pickFirst, all[:1]
 	case Failover:
@@ -319,6 +401,7 @@ type Query struct {
 	Name   string       // lower-cased, fully qualified
 	Type   uint16       // the question's type
 	Client netip.Prefix // ECS prefix, else the source address as a full-length prefix
+	Loc    Location     // the client's location from geoip metadata, when known
 }
 
 // Answer is the resolver's reply. RRs and Ns may be shared with other answers: they
@@ -334,8 +417,9 @@ type Answer struct {
 // Resolver answers queries from the latest compiled table. It is safe for concurrent
 // use; Resolve takes no lock.
 type Resolver struct {
-	plan  *plan
-	table atomic.Pointer[table]
+	plan    *plan
+	table   atomic.Pointer[table]
+	latency atomic.Pointer[latencyTable] // nil: no latency_table
 	// Rand returns a uniform number in [0, n); nil uses math/rand/v2. Tests seed it.
 	Rand func(n uint64) uint64
 }
@@ -343,9 +427,20 @@ type Resolver struct {
 // NewResolver returns a resolver for cfg, answering as if every check were new.
 func NewResolver(cfg *Config) *Resolver {
 	r := &Resolver{plan: newPlan(cfg)}
+	if cfg.LatencyTable != "" {
+		if t, err := loadLatencyTable(cfg.LatencyTable, r.plan.regionIDs); err == nil {
+			r.latency.Store(t)
+		} else {
+			log.Errorf("latency_table: %v", err) // parse loaded it a moment ago
+		}
+	}
 	r.Publish(nil)
 	return r
 }
+
+// NeedsLocation reports whether any record ranks clients by geoip location, so the
+// handler reads the metadata only then.
+func (r *Resolver) NeedsLocation() bool { return r.plan.needsLoc }
 
 // Publish compiles the routing table for snap and swaps it in.
 func (r *Resolver) Publish(snap *health.Snapshot) {
@@ -364,6 +459,10 @@ func (r *Resolver) rand(n uint64) uint64 {
 
 // Resolve answers q from the current table.
 func (r *Resolver) Resolve(q Query) Answer {
+	return r.resolve(&q)
+}
+
+func (r *Resolver) resolve(q *Query) Answer {
 	t := r.table.Load()
 	p := t.plan
 	zone := matchZone(p.zones, q.Name)
@@ -393,11 +492,15 @@ func (r *Resolver) Resolve(q Query) Answer {
 	if n == nil {
 		return neg // NODATA
 	}
-	rrs := r.walk(t, n)
+	rrs, dyn := r.walk(t, n, q)
+	if len(rrs) == 0 {
+		neg.Scope = scope(dyn, q)
+		return neg // a client-dependent group with no record for this client
+	}
 	if e.wild {
 		rrs = rename(rrs, q.Name)
 	}
-	return Answer{Rcode: dns.RcodeSuccess, RRs: rrs, Zone: zone}
+	return Answer{Rcode: dns.RcodeSuccess, RRs: rrs, Zone: zone, Scope: scope(dyn, q)}
 }
 
 // matchZone returns the longest of zones that contains name ("" for none). Unlike
@@ -436,16 +539,34 @@ func (p *plan) lookup(name, zone string) *entry {
 	return nil
 }
 
-// walk descends from n to a leaf by each node's precomputed choice.
-func (r *Resolver) walk(t *table, n *node) []dns.RR {
+// scope is the ECS scope prefix length of an answer (RFC 7871; ROUTE53.md decision 8).
+func scope(dyn bool, q *Query) uint8 {
+	if !dyn {
+		return 0
+	}
+	return uint8(q.Client.Bits())
+}
+
+// walk descends from n to a leaf: static nodes by their precomputed choice, client
+// dependent ones by ranking for q. dyn reports whether the client mattered.
+func (r *Resolver) walk(t *table, n *node, q *Query) (rrs []dns.RR, dyn bool) {
 	for {
 		st := &t.st[n.id]
-		if st.mode == pickSet {
-			return r.pickSet(n, st)
+		var i int32
+		switch {
+		case n.dynOrder || n.dynHealth:
+			dyn = true
+			if i = r.choose(t, n, q); i < 0 {
+				return nil, true // no record applies to this client: NODATA
+			}
+		case st.mode == pickSet:
+			return r.pickSet(n, st), dyn
+		default:
+			i = r.pick(st)
 		}
-		mn := &n.members[r.pick(st)]
+		mn := &n.members[i]
 		if mn.child == nil {
-			return mn.rrs
+			return mn.rrs, dyn
 		}
 		n = mn.child
 	}

@@ -1,0 +1,116 @@
+package healthroute
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// latencyTable holds measured latencies: for each client prefix, milliseconds per
+// region (indexed by the plan's region ids; unknown = math.MaxUint32). It is
+// immutable once built; a changed file builds a new one.
+type latencyTable struct {
+	rows prefixIndex[[]uint32]
+}
+
+const unknownLatency = math.MaxUint32
+
+// loadLatencyTable reads a CSV of `client_cidr,region,milliseconds` lines (blank lines
+// and lines starting with '#' skipped; an optional header line naming the columns).
+// Regions not in ids are ignored: no record uses them.
+func loadLatencyTable(path string, ids map[string]int) (*latencyTable, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return readLatencyTable(f, path, ids)
+}
+
+func readLatencyTable(r io.Reader, name string, ids map[string]int) (*latencyTable, error) {
+	t := &latencyTable{}
+	rows := map[netip.Prefix][]uint32{}
+	sc := bufio.NewScanner(r)
+	for line := 1; sc.Scan(); line++ {
+		text := strings.TrimSpace(sc.Text())
+		if text == "" || text[0] == '#' || (line == 1 && strings.HasPrefix(text, "client_cidr")) {
+			continue
+		}
+		f := strings.Split(text, ",")
+		if len(f) != 3 {
+			return nil, fmt.Errorf("%s:%d: expected client_cidr,region,milliseconds", name, line)
+		}
+		p, err := netip.ParsePrefix(strings.TrimSpace(f[0]))
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: invalid client_cidr '%s'", name, line, f[0])
+		}
+		ms, err := strconv.ParseFloat(strings.TrimSpace(f[2]), 64)
+		if err != nil || ms < 0 || ms >= unknownLatency {
+			return nil, fmt.Errorf("%s:%d: invalid milliseconds '%s'", name, line, f[2])
+		}
+		id, ok := ids[strings.TrimSpace(f[1])]
+		if !ok {
+			continue
+		}
+		p = p.Masked()
+		row := rows[p]
+		if row == nil {
+			row = make([]uint32, len(ids))
+			for i := range row {
+				row[i] = unknownLatency
+			}
+			rows[p] = row
+		}
+		row[id] = uint32(math.Round(ms * 1000)) // microseconds: keeps sub-ms order
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %v", name, err)
+	}
+	for p, row := range rows {
+		t.rows.add(p, row)
+	}
+	return t, nil
+}
+
+// watchLatencyTable reloads the table at path into r whenever the file's size or
+// modification time changes, checking every period, until ctx ends. A file that fails
+// to load is logged and the last good table keeps serving.
+func watchLatencyTable(ctx context.Context, r *Resolver, path string, period time.Duration) {
+	stat := func() (time.Time, int64) {
+		fi, err := os.Stat(path)
+		if err != nil {
+			return time.Time{}, -1
+		}
+		return fi.ModTime(), fi.Size()
+	}
+	var mod time.Time // the first check reloads: the file may have changed since setup read it
+	var size int64 = -2
+	tick := time.NewTicker(period)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		m, s := stat()
+		if m.Equal(mod) && s == size {
+			continue
+		}
+		mod, size = m, s
+		t, err := loadLatencyTable(path, r.plan.regionIDs)
+		if err != nil {
+			log.Errorf("latency_table: keeping the previous table: %v", err)
+			continue
+		}
+		r.latency.Store(t)
+		log.Debugf("latency_table: loaded %s (%d prefixes)", path, t.rows.len())
+	}
+}

@@ -1,0 +1,197 @@
+package healthroute
+
+// Client-dependent selection (ROUTE53.md 1.7-1.10 and decision 5). These run per
+// query, over data the compile step prepared; they neither lock nor allocate.
+
+// memberOK reports whether member i of n is healthy for q: its check and, with
+// evaluate target health, a healthy answer in its target for this client.
+func (r *Resolver) memberOK(t *table, n *node, i int32, q *Query) bool {
+	if !t.st[n.id].ok[i] {
+		return false
+	}
+	mn := &n.members[i]
+	if mn.child == nil || !mn.m.ETH || !mn.child.dynHealth {
+		return true // ok already holds the static child's branch health
+	}
+	return r.branchHealthy(t, mn.child, q)
+}
+
+// branchHealthy reports whether n has a healthy answer for q.
+func (r *Resolver) branchHealthy(t *table, n *node, q *Query) bool {
+	if !n.dynHealth {
+		return t.st[n.id].healthy
+	}
+	switch n.set.Policy {
+	case Geolocation:
+		for i := range n.members { // only the records that apply to this client count
+			if geoLevel(&n.members[i], &q.Loc) >= 0 && r.memberOK(t, n, int32(i), q) {
+				return true
+			}
+		}
+		return false
+	case IPBased:
+		if m, ok := n.ip.lookup(q.Client); ok && r.memberOK(t, n, m, q) {
+			return true
+		}
+		return n.ipDefault >= 0 && r.memberOK(t, n, n.ipDefault, q)
+	}
+	for i := range n.members {
+		if r.memberOK(t, n, int32(i), q) {
+			return true
+		}
+	}
+	return false
+}
+
+// choose picks a member of a client-dependent node for q, or -1 when no record
+// applies to the client.
+func (r *Resolver) choose(t *table, n *node, q *Query) int32 {
+	switch n.set.Policy {
+	case Latency, Geoproximity, Geolocation:
+		// The best-ranked healthy member; when none is healthy, the best-ranked
+		// member (the last resort). Ties go to the member listed first.
+		best, bestOK := int32(-1), int32(-1)
+		var key, keyOK float64
+		lat := r.latency.Load()
+		for i := range n.members {
+			k := r.rank(n, int32(i), q, lat)
+			if k < 0 {
+				continue // does not apply to this client
+			}
+			if best < 0 || k < key {
+				best, key = int32(i), k
+			}
+			if (bestOK < 0 || k < keyOK) && r.memberOK(t, n, int32(i), q) {
+				bestOK, keyOK = int32(i), k
+			}
+		}
+		if bestOK >= 0 {
+			return bestOK
+		}
+		return best
+	case IPBased:
+		m, matched := n.ip.lookup(q.Client)
+		switch {
+		case matched && r.memberOK(t, n, m, q):
+			return m
+		case n.ipDefault >= 0 && r.memberOK(t, n, n.ipDefault, q):
+			return n.ipDefault
+		case matched:
+			return m // both unhealthy: the matched record (decision 3)
+		}
+		return n.ipDefault // -1 without a default: NODATA
+	case Failover:
+		first := int32(-1)
+		for _, role := range [2]Role{Primary, Secondary} {
+			for i := range n.members {
+				if n.members[i].m.Role != role {
+					continue
+				}
+				if first < 0 {
+					first = int32(i)
+				}
+				if r.memberOK(t, n, int32(i), q) {
+					return int32(i)
+				}
+			}
+		}
+		return first
+	case Weighted:
+		return r.weighted(t, n, q)
+	}
+	return 0 // simple: its one member
+}
+
+// rank is member i's distance from the client, lower is better, or -1 when the
+// member does not apply to this client (geolocation).
+func (r *Resolver) rank(n *node, i int32, q *Query, lat *latencyTable) float64 {
+	mn := &n.members[i]
+	switch n.set.Policy {
+	case Geolocation:
+		return float64(geoLevel(mn, &q.Loc))
+	case Geoproximity:
+		if !q.Loc.HasCoords {
+			return float64(i) // unknown location: equally far from all (decision 4)
+		}
+		return biased(haversine(q.Loc.Lat, q.Loc.Lon, mn.m.Lat, mn.m.Lon), mn.m.Bias)
+	}
+	// Latency: the measured table, else great-circle distance, else listing order.
+	if lat != nil {
+		if row, ok := lat.rows.lookup(q.Client); ok {
+			if ms := row[mn.region]; ms != unknownLatency {
+				return float64(ms)
+			}
+			return unknownLatency + float64(i) // unmeasured regions after measured ones
+		}
+	}
+	p := r.plan
+	if q.Loc.HasCoords && p.hasCoords[mn.region] {
+		reg := &p.regions[mn.region]
+		return haversine(q.Loc.Lat, q.Loc.Lon, reg.Lat, reg.Lon)
+	}
+	return float64(i)
+}
+
+// geoLevel is how closely a geolocation member applies to the client: 0 for its
+// subdivision, 1 country, 2 continent, 3 default; -1 when it does not apply.
+func geoLevel(mn *mnode, loc *Location) int {
+	m := mn.m
+	switch m.Geo {
+	case GeoDefault:
+		return 3
+	case GeoContinent:
+		if loc.continent() == m.GeoCode {
+			return 2
+		}
+	case GeoCountry:
+		if loc.Country == m.GeoCode {
+			return 1
+		}
+	case GeoSubdivision:
+		cc, sub := m.GeoCode[:2], m.GeoCode[3:]
+		if loc.Country == cc && loc.inSubdivision(sub) {
+			return 0
+		}
+	}
+	return -1
+}
+
+// weighted picks in a weighted node whose members' health depends on the client:
+// the same rules as the static case (ROUTE53.md 1.4), evaluated for q.
+func (r *Resolver) weighted(t *table, n *node, q *Query) int32 {
+	var ok [128]bool // weighted groups have at most 100 members
+	var sum uint64
+	zero := 0
+	for i := range n.members {
+		if ok[i] = r.memberOK(t, n, int32(i), q); ok[i] {
+			if w := n.members[i].m.Weight; w > 0 {
+				sum += uint64(w)
+			} else {
+				zero++
+			}
+		}
+	}
+	switch {
+	case sum > 0:
+		x := r.rand(sum)
+		for i := range n.members {
+			if w := uint64(n.members[i].m.Weight); ok[i] && w > 0 {
+				if x < w {
+					return int32(i)
+				}
+				x -= w
+			}
+		}
+	case zero > 0:
+		x := r.rand(uint64(zero))
+		for i := range n.members {
+			if ok[i] {
+				if x == 0 {
+					return int32(i)
+				}
+				x--
+			}
+		}
+	}
+	return r.pick(&t.st[n.id]) // the last resort, prepared at compile
+}

@@ -1,0 +1,65 @@
+package healthroute
+
+import (
+	"net/netip"
+	"slices"
+)
+
+// prefixIndex maps prefixes to values and finds, for a client prefix, the longest
+// stored prefix that contains it and is no longer than it (ROUTE53.md 1.10: a /48
+// block does not match a /32 query). A lookup costs one map probe per distinct
+// stored length (at most 33 or 129), whatever the number of prefixes, and does not
+// allocate.
+type prefixIndex[V any] struct {
+	m      map[netip.Prefix]V
+	lens4  []int // distinct IPv4 lengths, longest first
+	lens6  []int
+}
+
+// add stores v under p (masked); a later add of the same prefix replaces it and
+// reports false.
+func (x *prefixIndex[V]) add(p netip.Prefix, v V) bool {
+	if x.m == nil {
+		x.m = map[netip.Prefix]V{}
+	}
+	p = p.Masked()
+	_, dup := x.m[p]
+	x.m[p] = v
+	lens := &x.lens6
+	if p.Addr().Is4() {
+		lens = &x.lens4
+	}
+	if !slices.Contains(*lens, p.Bits()) {
+		*lens = append(*lens, p.Bits())
+		slices.SortFunc(*lens, func(a, b int) int { return b - a })
+	}
+	return !dup
+}
+
+// lookup returns the value of the longest stored prefix containing client.
+func (x *prefixIndex[V]) lookup(client netip.Prefix) (v V, ok bool) {
+	if len(x.m) == 0 || !client.IsValid() {
+		return v, false
+	}
+	a := client.Addr()
+	lens := x.lens6
+	if a.Is4() {
+		lens = x.lens4
+	}
+	for _, l := range lens {
+		if l > client.Bits() {
+			continue
+		}
+		p, err := a.Prefix(l)
+		if err != nil {
+			continue
+		}
+		if v, ok = x.m[p]; ok {
+			return v, true
+		}
+	}
+	return v, false
+}
+
+// len returns the number of stored prefixes.
+func (x *prefixIndex[V]) len() int { return len(x.m) }
