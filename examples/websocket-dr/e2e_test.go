@@ -106,7 +106,9 @@ func TestFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Let every session build up state that has been replicated.
-	waitWrites(t, fleet, 10, 20*time.Second)
+	if err := fleet.WaitWrites(20, 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
 
 	fault := time.Now()
 	primary.Kill()
@@ -169,29 +171,6 @@ func TestFailover(t *testing.T) {
 	}
 	if n := sessions(t, fmt.Sprintf("http://%s:%d", lab.PrimaryIP, port)); n != clients {
 		t.Errorf("the returning primary holds %d sessions, want all %d from the standby", n, clients)
-	}
-}
-
-// waitWrites waits until every member has at least n acknowledged writes.
-func waitWrites(t *testing.T, f *lab.Fleet, n int, within time.Duration) {
-	t.Helper()
-	deadline := time.NewTimer(within)
-	defer deadline.Stop()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		fewest := n
-		for _, m := range f.Members {
-			fewest = min(fewest, len(m.Acks()))
-		}
-		if fewest >= n {
-			return
-		}
-		select {
-		case <-deadline.C:
-			t.Fatalf("a client has only %d acknowledged writes after %s, want %d", fewest, within, n)
-		case <-tick.C:
-		}
 	}
 }
 

@@ -90,6 +90,21 @@ func (r *region) serve(p *pipe) {
 	}
 }
 
+// dial is an Options.Dial that connects to r.
+func (r *region) dial(context.Context, string, string) (Conn, error) {
+	p := newPipe()
+	go r.serve(p)
+	return p, nil
+}
+
+// run runs c until the returned stop is called; stop returns Run's error.
+func run(t *testing.T, c *Client) (stop func() error) {
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	return func() error { cancel(); return <-done }
+}
+
 func pong(m wire.Message) *wire.Message { return &wire.Message{Type: wire.Pong, ID: m.ID} }
 
 // recorder collects events; the client calls it from its own goroutine.
@@ -138,18 +153,10 @@ func TestHeartbeatCadence(t *testing.T) {
 			return pong(m)
 		}}
 		rec := &recorder{}
-		c := New(options(rec, func(context.Context, string, string) (Conn, error) {
-			p := newPipe()
-			go r.serve(p)
-			return p, nil
-		}))
-		ctx, cancel := context.WithCancel(t.Context())
 		start := time.Now()
-		done := make(chan error, 1)
-		go func() { done <- c.Run(ctx) }()
+		stop := run(t, New(options(rec, r.dial)))
 		time.Sleep(5*time.Minute + time.Second) // fake time: ten heartbeats
-		cancel()
-		if err := <-done; !errors.Is(err, context.Canceled) {
+		if err := stop(); !errors.Is(err, context.Canceled) {
 			t.Fatalf("Run = %v, want context.Canceled", err)
 		}
 		mu.Lock()
@@ -189,19 +196,11 @@ func TestHeartbeatClose(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				r := &region{name: "primary", reply: tc.reply}
 				rec := &recorder{}
-				c := New(options(rec, func(context.Context, string, string) (Conn, error) {
-					p := newPipe()
-					go r.serve(p)
-					return p, nil
-				}))
-				ctx, cancel := context.WithCancel(t.Context())
 				start := time.Now()
-				done := make(chan error, 1)
-				go func() { done <- c.Run(ctx) }()
+				stop := run(t, New(options(rec, r.dial)))
 				time.Sleep(tc.closesAft + 2*time.Second) // past the close and the 1s backoff window
 				synctest.Wait()
-				cancel()
-				<-done
+				stop()
 				var closed, waiting, reconnected *Event
 				ev := rec.all()
 				for i := range ev {

@@ -159,3 +159,26 @@ func AllIn(region string, n int, after time.Time) func([]client.Event) bool {
 		return in == n
 	}
 }
+
+// WaitWrites returns once every member has at least n acknowledged writes, or an
+// error after within.
+func (f *Fleet) WaitWrites(n int, within time.Duration) error {
+	deadline := time.NewTimer(within)
+	defer deadline.Stop()
+	tick := time.NewTicker(50 * time.Millisecond) // writes do not notify; poll them
+	defer tick.Stop()
+	for {
+		fewest := n
+		for _, m := range f.Members {
+			fewest = min(fewest, len(m.Acks()))
+		}
+		if fewest >= n {
+			return nil
+		}
+		select {
+		case <-deadline.C:
+			return fmt.Errorf("a client has only %d acknowledged writes after %s, want %d", fewest, within, n)
+		case <-tick.C:
+		}
+	}
+}

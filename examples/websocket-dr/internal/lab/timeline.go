@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -101,16 +102,25 @@ func Measure(f *Fleet, fault, dnsSwitch time.Time, standby string) Timeline {
 	return tl
 }
 
-// String prints the timeline for people.
+// String prints the timeline for people, in the order things happened.
 func (tl Timeline) String() string {
+	type line struct {
+		at   time.Duration
+		text string
+	}
+	lines := []line{
+		{0, fmt.Sprintf("primary killed (SIGKILL), %d clients connected to it", tl.Clients)},
+		{tl.FirstAttempt, "first client reconnect attempt (full jitter)"},
+		{tl.LastFirstAttempt, fmt.Sprintf("last client's first reconnect attempt; at most %d of %d first attempts in any 100 ms", tl.Busiest100ms, tl.Clients)},
+		{tl.DNSSwitch, "healthroute answers the standby (DNS watched every 50 ms)"},
+		{tl.FirstBack, "first client resumed its session in the standby"},
+		{tl.AllBack, fmt.Sprintf("all %d clients resumed in the standby (%d connect attempts in all)", tl.Clients, tl.Attempts)},
+	}
+	slices.SortStableFunc(lines, func(a, b line) int { return cmp.Compare(a.at, b.at) })
 	var b strings.Builder
-	ms := func(d time.Duration) string { return fmt.Sprintf("%6d ms", d.Milliseconds()) }
-	fmt.Fprintf(&b, "  t+%s  primary killed (SIGKILL), %d clients connected to it\n", ms(0), tl.Clients)
-	fmt.Fprintf(&b, "  t+%s  first client reconnect attempt (full jitter)\n", ms(tl.FirstAttempt))
-	fmt.Fprintf(&b, "  t+%s  last client's first reconnect attempt; at most %d of %d first attempts in any 100 ms\n", ms(tl.LastFirstAttempt), tl.Busiest100ms, tl.Clients)
-	fmt.Fprintf(&b, "  t+%s  healthroute answers the standby\n", ms(tl.DNSSwitch))
-	fmt.Fprintf(&b, "  t+%s  first client resumed its session in the standby\n", ms(tl.FirstBack))
-	fmt.Fprintf(&b, "  t+%s  all %d clients resumed in the standby (%d connect attempts in all)\n", ms(tl.AllBack), tl.Clients, tl.Attempts)
+	for _, l := range lines {
+		fmt.Fprintf(&b, "  t+%6d ms  %s\n", l.at.Milliseconds(), l.text)
+	}
 	fmt.Fprintf(&b, "  data: %d of %d acknowledged writes lost (%d users, at most %d per user), all acknowledged within %d ms before the crash\n",
 		tl.Lost, tl.Acked, tl.LostUsers, tl.LostMax, tl.OldestLost.Milliseconds())
 	return b.String()
