@@ -15,7 +15,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -78,8 +77,6 @@ type Proc struct {
 	Name   string
 	cmd    *exec.Cmd
 	exited chan struct{}
-	mu     sync.Mutex
-	err    error
 }
 
 // Start runs bin with args, its output going to out.
@@ -91,10 +88,7 @@ func Start(name string, out io.Writer, bin string, args ...string) (*Proc, error
 	}
 	p := &Proc{Name: name, cmd: cmd, exited: make(chan struct{})}
 	go func() {
-		err := cmd.Wait()
-		p.mu.Lock()
-		p.err = err
-		p.mu.Unlock()
+		_ = cmd.Wait() // the exit status of a process we stop or kill says nothing
 		close(p.exited)
 	}()
 	return p, nil
