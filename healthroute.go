@@ -8,10 +8,12 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/metadata"
+	"github.com/coredns/coredns/plugin/metrics"
 	"github.com/coredns/coredns/request"
 	"github.com/miekg/dns"
 )
@@ -25,6 +27,7 @@ type HealthRoute struct {
 	reg      *registry
 	stop     func() // ends the snapshot subscription
 	unwatch  func() // stops the latency_table watcher
+	counters sync.Map // server -> *queryCounters
 }
 
 // latencyTablePeriod is how often the latency_table file is checked for changes.
@@ -64,6 +67,7 @@ func (h *HealthRoute) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns
 		echoECS(m, r, ecs, ans.Scope)
 	}
 	w.WriteMsg(m)
+	h.count(metrics.WithServer(ctx), &ans)
 	return dns.RcodeSuccess, nil
 }
 

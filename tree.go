@@ -4,7 +4,9 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/coredns/coredns/plugin"
 	"github.com/miekg/dns"
@@ -272,12 +274,21 @@ type nodeState struct {
 type table struct {
 	plan *plan
 	snap *health.Snapshot
+	over map[string]bool // operator overrides by check name: true healthy, false unhealthy
 	st   []nodeState
 }
 
-// compile evaluates every node of p against snap, children before parents.
-func compile(p *plan, snap *health.Snapshot) *table {
-	t := &table{plan: p, snap: snap, st: make([]nodeState, len(p.nodes))}
+// healthy is a check's status in t: an operator's override, else the snapshot's.
+func (t *table) healthy(s *health.Spec) bool {
+	if v, ok := t.over[s.Name]; ok {
+		return v
+	}
+	return t.snap.Healthy(s)
+}
+
+// compile evaluates every node of p against snap and the overrides, children first.
+func compile(p *plan, snap *health.Snapshot, over map[string]bool) *table {
+	t := &table{plan: p, snap: snap, over: over, st: make([]nodeState, len(p.nodes))}
 	done := make([]bool, len(p.nodes))
 	checks := map[*health.Spec]bool{}
 	healthy := func(s *health.Spec) bool {
@@ -286,7 +297,7 @@ func compile(p *plan, snap *health.Snapshot) *table {
 		}
 		v, ok := checks[s]
 		if !ok {
-			v = snap.Healthy(s)
+			v = t.healthy(s)
 			checks[s] = v
 		}
 		return v
@@ -402,6 +413,8 @@ type Query struct {
 	Type   uint16       // the question's type
 	Client netip.Prefix // ECS prefix, else the source address as a full-length prefix
 	Loc    Location     // the client's location from geoip metadata, when known
+
+	trace *Trace // explain: records each decision; nil on the DNS path
 }
 
 // Answer is the resolver's reply. RRs and Ns may be shared with other answers: they
@@ -412,6 +425,10 @@ type Answer struct {
 	Ns    []dns.RR
 	Scope uint8 // ECS scope prefix length: 0 when the answer does not depend on the client
 	Zone  string
+
+	leafSet   *RecordSet // the record set the answer came from (metrics)
+	leaf      *Member    // and its member; nil for a multivalue set
+	resortSet *RecordSet // the deepest record set that answered in its last resort, if any
 }
 
 // Resolver answers queries from the latest compiled table. It is safe for concurrent
@@ -419,6 +436,8 @@ type Answer struct {
 type Resolver struct {
 	plan    *plan
 	table   atomic.Pointer[table]
+	pubMu   sync.Mutex      // serialises Publish and SetOverrides; queries never take it
+	over    map[string]bool // guarded by pubMu
 	latency atomic.Pointer[latencyTable] // nil: no latency_table
 	// Rand returns a uniform number in [0, n); nil uses math/rand/v2. Tests seed it.
 	Rand func(n uint64) uint64
@@ -444,7 +463,49 @@ func (r *Resolver) NeedsLocation() bool { return r.plan.needsLoc }
 
 // Publish compiles the routing table for snap and swaps it in.
 func (r *Resolver) Publish(snap *health.Snapshot) {
-	r.table.Store(compile(r.plan, snap))
+	r.pubMu.Lock()
+	defer r.pubMu.Unlock()
+	r.publishLocked(snap)
+}
+
+// SetOverrides replaces the operator overrides (check name -> forced status) and
+// republishes; the next query sees them.
+func (r *Resolver) SetOverrides(over map[string]bool) {
+	r.pubMu.Lock()
+	defer r.pubMu.Unlock()
+	r.over = over
+	r.publishLocked(r.table.Load().snap)
+}
+
+func (r *Resolver) publishLocked(snap *health.Snapshot) {
+	start := time.Now()
+	t := compile(r.plan, snap, r.over)
+	prev := r.table.Swap(t)
+	compileDuration.Observe(time.Since(start).Seconds())
+	publicationsTotal.Inc()
+	r.logChanges(prev, t)
+}
+
+// logChanges logs, once per change and not per query, each record group that
+// started or stopped answering in its last resort, and sets the check gauges.
+func (r *Resolver) logChanges(prev, t *table) {
+	for _, s := range r.plan.checks {
+		v := 0.0
+		if t.healthy(s) {
+			v = 1
+		}
+		checkHealthy.WithLabelValues(s.Name).Set(v)
+	}
+	for _, n := range r.plan.nodes {
+		was := prev != nil && prev.st[n.id].failOpen
+		if now := t.st[n.id].failOpen; now != was && !n.dynHealth {
+			if now {
+				log.Warningf("record %s %s: every member is unhealthy: answering as if all were healthy (last resort)", n.set.Name, dns.TypeToString[n.qtype])
+			} else if prev != nil {
+				log.Infof("record %s %s: a member is healthy again: last resort over", n.set.Name, dns.TypeToString[n.qtype])
+			}
+		}
+	}
 }
 
 // Checks returns every check the resolver's records depend on.
@@ -492,15 +553,18 @@ func (r *Resolver) resolve(q *Query) Answer {
 	if n == nil {
 		return neg // NODATA
 	}
-	rrs, dyn := r.walk(t, n, q)
-	if len(rrs) == 0 {
-		neg.Scope = scope(dyn, q)
+	ans := Answer{Rcode: dns.RcodeSuccess, Zone: zone}
+	var dyn bool
+	ans.RRs, dyn = r.walk(t, n, q, &ans)
+	ans.Scope = scope(dyn, q)
+	if len(ans.RRs) == 0 {
+		neg.Scope = ans.Scope
 		return neg // a client-dependent group with no record for this client
 	}
 	if e.wild {
-		rrs = rename(rrs, q.Name)
+		ans.RRs = rename(ans.RRs, q.Name)
 	}
-	return Answer{Rcode: dns.RcodeSuccess, RRs: rrs, Zone: zone, Scope: scope(dyn, q)}
+	return ans
 }
 
 // matchZone returns the longest of zones that contains name ("" for none). Unlike
@@ -549,23 +613,45 @@ func scope(dyn bool, q *Query) uint8 {
 
 // walk descends from n to a leaf: static nodes by their precomputed choice, client
 // dependent ones by ranking for q. dyn reports whether the client mattered.
-func (r *Resolver) walk(t *table, n *node, q *Query) (rrs []dns.RR, dyn bool) {
+func (r *Resolver) walk(t *table, n *node, q *Query, ans *Answer) (rrs []dns.RR, dyn bool) {
 	for {
 		st := &t.st[n.id]
+		ans.leafSet = n.set
 		var i int32
 		switch {
 		case n.dynOrder || n.dynHealth:
 			dyn = true
-			if i = r.choose(t, n, q); i < 0 {
+			if i = r.choose(t, n, q); i >= 0 && !r.memberOK(t, n, i, q) {
+				ans.resortSet = n.set // chose an unhealthy member: no healthy one applied
+			}
+			if i < 0 {
+				if q.trace != nil {
+					r.explain(t, n, q, -1)
+				}
 				return nil, true // no record applies to this client: NODATA
 			}
 		case st.mode == pickSet:
-			return r.pickSet(n, st), dyn
+			if st.failOpen {
+				ans.resortSet = n.set
+			}
+			ans.leaf = nil
+			rrs := r.pickSet(n, st)
+			if q.trace != nil {
+				r.explain(t, n, q, -1)
+			}
+			return rrs, dyn
 		default:
+			if st.failOpen {
+				ans.resortSet = n.set
+			}
 			i = r.pick(st)
+		}
+		if q.trace != nil {
+			r.explain(t, n, q, i)
 		}
 		mn := &n.members[i]
 		if mn.child == nil {
+			ans.leaf = mn.m
 			return mn.rrs, dyn
 		}
 		n = mn.child

@@ -1,0 +1,163 @@
+package healthroute
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/miekg/dns"
+)
+
+// Trace says why a query got its answer: each record set the resolver visited, the
+// members it considered, and what it did with each. It is built by the same code
+// that answers DNS queries (the walk records its decisions when Query.trace is set),
+// so an explanation cannot disagree with an answer.
+type Trace struct {
+	Steps []Step `json:"steps"`
+}
+
+// Step is one record set visited on the way to the answer.
+type Step struct {
+	Record          string      `json:"record"`
+	Type            string      `json:"type"`
+	Policy          string      `json:"policy"`
+	ClientDependent bool        `json:"client_dependent"`
+	LastResort      bool        `json:"last_resort"` // no member was healthy: fail-open
+	NoRecord        bool        `json:"no_record,omitempty"`
+	Members         []Candidate `json:"members"`
+}
+
+// Candidate is one member as the resolver saw it for this query.
+type Candidate struct {
+	ID      string `json:"id"`
+	Target  string `json:"target"`
+	Key     string `json:"key,omitempty"` // policy key: weight, region, role, location, blocks
+	Check   string `json:"check,omitempty"`
+	Healthy bool   `json:"healthy"`
+	Chosen  bool   `json:"chosen"`
+	Reason  string `json:"reason,omitempty"` // why it was skipped or chosen
+}
+
+// Explain resolves q exactly as a DNS query would and returns the answer with the
+// decisions that led to it.
+func (r *Resolver) Explain(q Query) (Answer, *Trace) {
+	tr := &Trace{}
+	q.trace = tr
+	return r.resolve(&q), tr
+}
+
+// explain records the decision at node n; chosen is the member picked (-1: a
+// multivalue set, or no record for this client).
+func (r *Resolver) explain(t *table, n *node, q *Query, chosen int32) {
+	st := &t.st[n.id]
+	step := Step{
+		Record: n.set.Name, Type: dns.TypeToString[n.qtype], Policy: n.set.Policy.String(),
+		ClientDependent: n.dynOrder || n.dynHealth,
+	}
+	anyOK, applicable := false, false
+	for i := range n.members {
+		mn := &n.members[i]
+		c := Candidate{ID: mn.m.ID, Target: target(mn), Key: policyKey(mn.m, n.set.Policy)}
+		if mn.m.Check != nil {
+			c.Check = mn.m.Check.Name
+		}
+		applies := true
+		switch n.set.Policy {
+		case Geolocation:
+			applies = geoLevel(mn, &q.Loc) >= 0
+		case IPBased:
+			m, ok := n.ip.lookup(q.Client)
+			applies = mn.m.Default || (ok && m == int32(i))
+		}
+		c.Healthy = r.memberOK(t, n, int32(i), q)
+		anyOK = anyOK || (c.Healthy && applies)
+		applicable = applicable || applies
+		c.Chosen = int32(i) == chosen || (chosen < 0 && st.mode == pickSet && contains(st.cands, int32(i)) && c.Healthy)
+		switch {
+		case !applies:
+			c.Reason = "does not apply to this client"
+		case !st.ok[i] && mn.m.Check != nil:
+			c.Reason = fmt.Sprintf("check %s is unhealthy", mn.m.Check.Name)
+		case !c.Healthy:
+			c.Reason = fmt.Sprintf("evaluate_target_health: %s has no healthy answer for this client", mn.m.Target)
+		case n.set.Policy == Weighted && mn.m.Weight == 0 && !c.Chosen:
+			c.Reason = "weight 0: answers only when every nonzero member is unhealthy"
+		case c.Chosen:
+			c.Reason = "chosen"
+		default:
+			c.Reason = "healthy, not chosen"
+		}
+		step.Members = append(step.Members, c)
+	}
+	step.LastResort = applicable && !anyOK
+	step.NoRecord = !applicable || (chosen < 0 && st.mode != pickSet)
+	if step.LastResort {
+		for i := range step.Members {
+			if step.Members[i].Chosen {
+				step.Members[i].Reason = "chosen as the last resort: no member is healthy"
+			}
+		}
+	}
+	q.trace.Steps = append(q.trace.Steps, step)
+}
+
+func contains(xs []int32, x int32) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// target describes a member's target as written.
+func target(mn *mnode) string {
+	m := mn.m
+	switch m.Kind {
+	case KindA, KindAAAA:
+		var b strings.Builder
+		b.WriteString(m.Kind.String())
+		for _, a := range m.Addrs {
+			b.WriteString(" " + a.String())
+		}
+		return b.String()
+	}
+	return m.Kind.String() + " " + m.Target
+}
+
+// policyKey describes a member's policy key as written.
+func policyKey(m *Member, p Policy) string {
+	switch p {
+	case Weighted:
+		return fmt.Sprintf("weight %d", m.Weight)
+	case Failover:
+		return roleName(m.Role)
+	case Latency:
+		return "region " + m.Region
+	case Geolocation:
+		if m.Default {
+			return "default"
+		}
+		return [...]string{"subdivision ", "country ", "continent ", ""}[m.Geo] + m.GeoCode
+	case Geoproximity:
+		s := fmt.Sprintf("coordinates %g %g", m.Lat, m.Lon)
+		if m.Region != "" {
+			s = "region " + m.Region
+		}
+		if m.Bias != 0 {
+			s += fmt.Sprintf(" bias %d", m.Bias)
+		}
+		return s
+	case IPBased:
+		if m.Default {
+			return "default"
+		}
+		var parts []string
+		for _, p := range m.CIDRs {
+			parts = append(parts, p.String())
+		}
+		return "cidr " + strings.Join(parts, ",")
+	case Multivalue:
+		return "value"
+	}
+	return ""
+}
