@@ -25,8 +25,8 @@ type HealthRoute struct {
 	cfg      *Config
 	resolver *Resolver
 	reg      *registry
-	stop     func() // ends the snapshot subscription
-	unwatch  func() // stops the latency_table watcher
+	stop     func()   // ends the snapshot subscription
+	unwatch  func()   // stops the latency_table watcher
 	counters sync.Map // server -> *queryCounters
 }
 

@@ -11,9 +11,9 @@ import (
 // stored length (at most 33 or 129), whatever the number of prefixes, and does not
 // allocate.
 type prefixIndex[V any] struct {
-	m      map[netip.Prefix]V
-	lens4  []int // distinct IPv4 lengths, longest first
-	lens6  []int
+	m     map[netip.Prefix]V
+	lens4 []int // distinct IPv4 lengths, longest first
+	lens6 []int
 }
 
 // add stores v under p (masked); a later add of the same prefix replaces it and

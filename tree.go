@@ -436,8 +436,8 @@ type Answer struct {
 type Resolver struct {
 	plan    *plan
 	table   atomic.Pointer[table]
-	pubMu   sync.Mutex      // serialises Publish and SetOverrides; queries never take it
-	over    map[string]bool // guarded by pubMu
+	pubMu   sync.Mutex                   // serialises Publish and SetOverrides; queries never take it
+	over    map[string]bool              // guarded by pubMu
 	latency atomic.Pointer[latencyTable] // nil: no latency_table
 	// Rand returns a uniform number in [0, n); nil uses math/rand/v2. Tests seed it.
 	Rand func(n uint64) uint64
