@@ -1,0 +1,446 @@
+package fleet
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	clog "github.com/coredns/coredns/plugin/pkg/log"
+	"github.com/hashicorp/memberlist"
+
+	"github.com/healthroute/healthroute/health"
+)
+
+func init() { clog.Discard() }
+
+var testKey = []byte("0123456789abcdef0123456789abcdef")
+
+// netsim is the loopback network of a test: it counts every byte members send and
+// can split them into two groups that cannot reach each other.
+type netsim struct {
+	mu    sync.Mutex
+	group map[string]int // address -> group, while split
+	bytes atomic.Int64
+}
+
+func (n *netsim) split(groups ...[]*Fleet) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.group = map[string]int{}
+	for g, ms := range groups {
+		for _, m := range ms {
+			n.group[m.Addr()] = g
+		}
+	}
+}
+
+func (n *netsim) heal() {
+	n.mu.Lock()
+	n.group = nil
+	n.mu.Unlock()
+}
+
+func (n *netsim) blocked(from, to string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.group == nil {
+		return false
+	}
+	gf, ok1 := n.group[from]
+	gt, ok2 := n.group[to]
+	return ok1 && ok2 && gf != gt
+}
+
+// simTransport is a memberlist transport that drops what the netsim blocks and counts
+// the rest: packets when sent, streams in both directions on the dialling side.
+type simTransport struct {
+	memberlist.NodeAwareTransport
+	net  *netsim
+	self string
+}
+
+var errBlocked = errors.New("partitioned")
+
+func (t *simTransport) WriteTo(b []byte, addr string) (time.Time, error) {
+	if t.net.blocked(t.self, addr) {
+		return time.Now(), nil
+	}
+	t.net.bytes.Add(int64(len(b)))
+	return t.NodeAwareTransport.WriteTo(b, addr)
+}
+
+func (t *simTransport) WriteToAddress(b []byte, a memberlist.Address) (time.Time, error) {
+	if t.net.blocked(t.self, a.Addr) {
+		return time.Now(), nil
+	}
+	t.net.bytes.Add(int64(len(b)))
+	return t.NodeAwareTransport.WriteToAddress(b, a)
+}
+
+func (t *simTransport) DialTimeout(addr string, d time.Duration) (net.Conn, error) {
+	return t.DialAddressTimeout(memberlist.Address{Addr: addr}, d)
+}
+
+func (t *simTransport) DialAddressTimeout(a memberlist.Address, d time.Duration) (net.Conn, error) {
+	if t.net.blocked(t.self, a.Addr) {
+		return nil, errBlocked
+	}
+	c, err := t.NodeAwareTransport.DialAddressTimeout(a, d)
+	if err != nil {
+		return nil, err
+	}
+	return &countConn{Conn: c, n: &t.net.bytes}, nil
+}
+
+type countConn struct {
+	net.Conn
+	n *atomic.Int64
+}
+
+func (c *countConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+func (c *countConn) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// fast shortens memberlist's timers for tests on loopback.
+func fast(c *memberlist.Config) {
+	c.ProbeInterval = 200 * time.Millisecond
+	c.ProbeTimeout = 100 * time.Millisecond
+	c.GossipInterval = 30 * time.Millisecond
+	c.PushPullInterval = time.Second
+	c.SuspicionMult = 2
+	c.TCPTimeout = 500 * time.Millisecond
+	c.GossipToTheDeadTime = time.Second
+	c.DeadNodeReclaimTime = 100 * time.Millisecond
+}
+
+type member struct {
+	name string
+	bind netip.AddrPort
+	key  []byte
+	join []string
+}
+
+// start starts a member on loopback with test timers; it is stopped at cleanup.
+func start(t *testing.T, n *netsim, m member) *Fleet {
+	t.Helper()
+	if !m.bind.IsValid() {
+		m.bind = netip.MustParseAddrPort("127.0.0.1:0")
+	}
+	cfg := Config{Name: m.name, Bind: m.bind, Key: m.key, Insecure: m.key == nil, Quorum: DefaultQuorum,
+		Beat: 100 * time.Millisecond, Stale: time.Second, MaxBackoff: 300 * time.Millisecond, tune: fast}
+	for _, j := range m.join {
+		cfg.Join = append(cfg.Join, netip.MustParseAddrPort(j))
+	}
+	if n != nil {
+		cfg.wrap = func(nt memberlist.NodeAwareTransport) memberlist.NodeAwareTransport {
+			port := nt.(*memberlist.NetTransport).GetAutoBindPort()
+			return &simTransport{NodeAwareTransport: nt, net: n, self: "127.0.0.1:" + strconv.Itoa(port)}
+		}
+	}
+	f, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Stop)
+	return f
+}
+
+// cluster starts size members, each joining the first.
+func cluster(t *testing.T, n *netsim, size int) []*Fleet {
+	t.Helper()
+	var ms []*Fleet
+	for i := range size {
+		m := member{name: fmt.Sprintf("m%02d", i), key: testKey}
+		if i > 0 {
+			m.join = []string{ms[0].Addr()}
+		}
+		ms = append(ms, start(t, n, m))
+	}
+	waitFor(t, 20*time.Second, "every member sees the whole fleet", func() bool {
+		for _, m := range ms {
+			if len(m.Members()) != size {
+				return false
+			}
+		}
+		return true
+	})
+	return ms
+}
+
+// waitFor polls cond until it holds, failing the test after d.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s: not true: %s", d, what)
+		}
+		<-tick.C
+	}
+}
+
+func status(down bool) health.Status { return health.Status{Seen: true, Down: down} }
+
+// views probes fp on every member, as its scheduler would (the probe result is
+// local[i]), and reports whether each decides wantDown from total reports.
+func views(ms []*Fleet, local []bool, fp string, wantDown bool, total int) bool {
+	for i, m := range ms {
+		m.Local(fp, status(local[i]))
+	}
+	for i, m := range ms {
+		if m.Status(fp, status(local[i])).Down != wantDown || m.View(fp).Total != total {
+			return false
+		}
+	}
+	return true
+}
+
+func TestOneMemberDownIsOutvoted(t *testing.T) {
+	for _, size := range []int{3, 5} {
+		t.Run(strconv.Itoa(size), func(t *testing.T) {
+			ms := cluster(t, nil, size)
+			local := make([]bool, size)
+			local[0] = true // m00 has a bad path to the endpoint
+			for i, m := range ms {
+				m.Local("fp-web", status(local[i]))
+			}
+			waitFor(t, 20*time.Second, "healthy everywhere", func() bool { return views(ms, local, "fp-web", false, size) })
+			v := ms[0].View("fp-web")
+			if v.Healthy != size-1 || v.Quorum != 18 || len(v.Reports) != size || !v.Reports[0].Self || !v.Reports[0].Down {
+				t.Errorf("view on m00: %+v", v)
+			}
+		})
+	}
+}
+
+func TestPartitionEachSideJudgesFromReachable(t *testing.T) {
+	n := &netsim{}
+	ms := cluster(t, n, 5)
+	// m00-m02 see the endpoint down, m03-m04 up: 2 of 5 healthy (40%) is healthy.
+	local := []bool{true, true, true, false, false}
+	for i, m := range ms {
+		m.Local("fp-api", status(local[i]))
+	}
+	waitFor(t, 20*time.Second, "healthy everywhere before the partition", func() bool { return views(ms, local, "fp-api", false, 5) })
+
+	n.split(ms[:3], ms[3:])
+	waitFor(t, 20*time.Second, "each side judges alone", func() bool {
+		return views(ms[:3], local[:3], "fp-api", true, 3) && views(ms[3:], local[3:], "fp-api", false, 2)
+	})
+	waitFor(t, 20*time.Second, "memberlist drops the other side", func() bool {
+		for i, m := range ms {
+			if got := len(m.Members()); (i < 3 && got != 3) || (i >= 3 && got != 2) {
+				return false
+			}
+		}
+		return true
+	})
+
+	n.heal()
+	waitFor(t, 30*time.Second, "views converge after healing", func() bool { return views(ms, local, "fp-api", false, 5) })
+}
+
+func TestWrongKeyRefused(t *testing.T) {
+	ms := cluster(t, nil, 2)
+	other := []byte("fedcba9876543210fedcba9876543210")
+	bad := start(t, nil, member{name: "intruder", key: other})
+	if n, err := bad.ml.Load().Join([]string{ms[0].Addr()}); err == nil || n != 0 {
+		t.Fatalf("join with the wrong key: %d joined, err %v", n, err)
+	}
+	plain := start(t, nil, member{name: "plain"})
+	if n, err := plain.ml.Load().Join([]string{ms[0].Addr()}); err == nil || n != 0 {
+		t.Fatalf("join without encryption: %d joined, err %v", n, err)
+	}
+	for _, m := range ms {
+		if got := m.Members(); len(got) != 2 {
+			t.Errorf("%s sees %v", m.Name(), got)
+		}
+	}
+	if got := bad.Members(); len(got) != 1 {
+		t.Errorf("intruder sees %v", got)
+	}
+}
+
+func TestNewRefusesMissingKey(t *testing.T) {
+	if _, err := New(Config{Name: "a"}); !errors.Is(err, ErrNoKey) {
+		t.Errorf("no key: %v, want ErrNoKey", err)
+	}
+	if _, err := New(Config{Name: "a", Key: []byte("short")}); err == nil {
+		t.Error("5-byte key accepted")
+	}
+	if _, err := New(Config{Name: "a", Insecure: true, Quorum: 100}); err == nil {
+		t.Error("quorum 100% accepted")
+	}
+}
+
+func TestStartAloneThenJoinAndRestart(t *testing.T) {
+	// b starts first, pointed at a's address while nothing listens there.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	aAddr := netip.MustParseAddrPort(l.Addr().String())
+	l.Close()
+	b := start(t, nil, member{name: "b", key: testKey, join: []string{aAddr.String()}})
+	b.Local("fp", status(false))
+	if got := b.Status("fp", status(false)); got.Down || !got.Seen {
+		t.Fatalf("alone: %+v, want healthy from its own report", got)
+	}
+	a := start(t, nil, member{name: "a", bind: aAddr, key: testKey})
+	a.Local("fp", status(true))
+	waitFor(t, 20*time.Second, "b joins a once a is up", func() bool {
+		return len(a.Members()) == 2 && len(b.Members()) == 2 && a.View("fp").Total == 2 && b.View("fp").Total == 2
+	})
+
+	// a restarts on the same address with a new view; b drops the old one.
+	a.Stop()
+	waitFor(t, 20*time.Second, "b sees a leave", func() bool { return b.View("fp").Total == 1 })
+	a2 := start(t, nil, member{name: "a", bind: aAddr, key: testKey, join: []string{b.Addr()}})
+	a2.Local("fp", status(false))
+	waitFor(t, 20*time.Second, "the restarted a is back with its new report", func() bool {
+		v := b.View("fp")
+		return v.Total == 2 && v.Healthy == 2
+	})
+}
+
+func TestQuorumBoundary(t *testing.T) {
+	for _, tc := range []struct {
+		healthy, total int
+		want           bool
+	}{
+		{9, 50, false}, {10, 50, true}, {0, 1, false}, {1, 1, true}, {1, 5, true}, {1, 6, false}, {0, 0, false},
+	} {
+		if got := Healthy(tc.healthy, tc.total, DefaultQuorum); got != tc.want {
+			t.Errorf("Healthy(%d of %d) = %t, want %t", tc.healthy, tc.total, got, tc.want)
+		}
+	}
+	// The same through the wire and the fleet's bookkeeping: 50 checkers, this one
+	// seeing the endpoint down and k of the 49 others seeing it up.
+	for _, k := range []int{9, 10} {
+		t.Run(strconv.Itoa(k), func(t *testing.T) {
+			f, err := New(Config{Name: "self", Insecure: true, Quorum: DefaultQuorum})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Local("fp", status(true))
+			for i := range 49 {
+				name := fmt.Sprintf("c%02d", i)
+				f.alive[name] = "127.0.0.1:1"
+				feed(f, name, 1, 1, entry{id: shortID("fp"), flags: flagsOf(i >= k), seq: 1})
+			}
+			v := f.View("fp")
+			got := f.Status("fp", status(true))
+			if v.Total != 50 || v.Healthy != k || got.Down != (k <= 9) {
+				t.Errorf("%d of 50 healthy: view %d/%d, down %t", k, v.Healthy, v.Total, got.Down)
+			}
+		})
+	}
+}
+
+// feed hands f a beat and a change from member name, as gossip would.
+func feed(f *Fleet, name string, epoch, seq uint64, e entry) {
+	now := ms(time.Now())
+	h := header{typ: msgDelta, name: name, epoch: epoch, seq: seq, sentAt: now}
+	f.handle(appendEntry(appendHeader(nil, h), e), false)
+	h.typ = msgBeat
+	f.handle(appendUint64(appendHeader(nil, h), 0), false)
+}
+
+func TestStaleAndRestartedReports(t *testing.T) {
+	f, err := New(Config{Name: "self", Insecure: true, Quorum: DefaultQuorum, Beat: time.Second, Stale: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1000, 0)
+	f.now = func() time.Time { return now }
+	f.Local("fp", status(true))
+	f.alive["p"] = "127.0.0.1:1"
+	feed(f, "p", 1, 1, entry{id: shortID("fp"), seq: 1})
+	if got := f.Status("fp", status(true)); got.Down {
+		t.Fatal("1 of 2 healthy must be healthy")
+	}
+	now = now.Add(2 * time.Second)
+	f.Local("fp", status(true))
+	now = now.Add(2 * time.Second) // p silent for 4s > Stale
+	if v := f.View("fp"); v.Total != 1 || !f.Status("fp", status(true)).Down {
+		t.Fatalf("a silent member must drop out: %+v", v)
+	}
+	// An old-epoch report is ignored; a new epoch replaces p's reports.
+	feed(f, "p", 2, 1, entry{id: shortID("other"), seq: 1})
+	if v := f.View("fp"); v.Total != 1 {
+		t.Fatalf("restarted p still counts its old report: %+v", v)
+	}
+	feed(f, "p", 1, 5, entry{id: shortID("fp"), seq: 5})
+	if v := f.View("fp"); v.Total != 1 {
+		t.Fatalf("a report from p's old epoch counted: %+v", v)
+	}
+	// Own reports of a check no longer probed go stale; with nothing counted, the
+	// last decision stays.
+	now = now.Add(10 * time.Second)
+	f.tick()
+	if v := f.View("fp"); v.Total != 0 || !v.Kept {
+		t.Fatalf("own report not probed for 10s still counts: %+v", v)
+	}
+	if got := f.Status("fp", status(false)); !got.Down {
+		t.Fatal("with no report counted, the last status must be kept")
+	}
+}
+
+func TestWire(t *testing.T) {
+	f, _ := New(Config{Name: "self", Insecure: true})
+	for i := range 100 {
+		f.Local(fmt.Sprint(i), status(i%7 == 0))
+	}
+	b := f.stateMsg()
+	r := reader{b: b}
+	if h := r.header(); h.typ != msgState || h.name != "self" || h.seq != 100 {
+		t.Fatalf("header %+v", h)
+	}
+	es := r.entries()
+	if r.err != nil || len(es) != 100 || len(r.b) != 0 {
+		t.Fatalf("%d entries, err %v, %d bytes left", len(es), r.err, len(r.b))
+	}
+	for n := range b { // every truncation is refused, none panics
+		r := reader{b: b[:n]}
+		r.header()
+		if r.entries(); r.err == nil {
+			t.Fatalf("truncated to %d bytes: no error", n)
+		}
+	}
+	t.Logf("full state of 100 checks: %d bytes (%.1f per check)", len(b), float64(len(b))/100)
+}
+
+func TestStopLeavesNoGoroutine(t *testing.T) {
+	before := runtime.NumGoroutine()
+	a, err := New(Config{Name: "a", Key: testKey, Bind: netip.MustParseAddrPort("127.0.0.1:0"), tune: fast,
+		Beat: 100 * time.Millisecond, Join: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:1")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	a.Local("fp", status(false))
+	a.Stop()
+	waitFor(t, 10*time.Second, "goroutines end after Stop", func() bool { return runtime.NumGoroutine() <= before })
+}
