@@ -75,9 +75,16 @@ type Config struct {
 	Fall         fall.F
 	Regions      map[string]Region
 	LatencyTable string                  // path of the latency CSV, "" for none
+	API          *APIConfig              // nil: no HTTP API
 	Checks       map[string]*health.Spec // by name
 	Records      []*RecordSet            // in Corefile order
 	MaxInFlight  int
+}
+
+// APIConfig is the `api ADDRESS [{ token_file FILE }]` property.
+type APIConfig struct {
+	Addr      string // host:port to listen on
+	TokenFile string // bearer token for overrides; "" refuses overrides (403)
 }
 
 // Region is a named place, for latency and geoproximity.

@@ -4,6 +4,7 @@ package healthroute
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/netip"
 	"strconv"
@@ -163,6 +164,12 @@ func (h *HealthRoute) OnStartup() error {
 	specs := h.specs()
 	sched.Acquire(specs)
 	h.stop = sched.Subscribe(h.resolver.Publish)
+	h.reg.op.register(h)
+	if h.cfg.API != nil {
+		if err := h.reg.op.acquireAPI(h.cfg.API, h.reg); err != nil {
+			return plugin.Error(pluginName, fmt.Errorf("api %s: %w", h.cfg.API.Addr, err))
+		}
+	}
 	if path := h.cfg.LatencyTable; path != "" {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
@@ -180,6 +187,10 @@ func (h *HealthRoute) OnShutdown() error {
 	}
 	h.stop()
 	h.stop = nil
+	if h.cfg.API != nil {
+		h.reg.op.releaseAPI(h.cfg.API)
+	}
+	h.reg.op.unregister(h)
 	if h.unwatch != nil {
 		h.unwatch()
 		h.unwatch = nil

@@ -17,6 +17,7 @@ type registry struct {
 	mu    sync.Mutex
 	refs  int
 	sched *health.Scheduler
+	op    operator // blocks, overrides and API listeners (operator.go)
 }
 
 // shared is the registry of the running process. Tests build their own.
@@ -26,7 +27,11 @@ func (r *registry) acquire(cfg *Config) *health.Scheduler {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.refs == 0 {
-		r.sched = &health.Scheduler{MaxInFlight: cfg.MaxInFlight}
+		r.sched = &health.Scheduler{MaxInFlight: cfg.MaxInFlight, Observer: probeObserver{},
+			NewChecker: func(s *health.Spec) (health.Checker, error) {
+				c, err := health.NewChecker(s, health.UserAgent(""))
+				return countingChecker{c}, err
+			}}
 		r.sched.Start(context.Background())
 	}
 	r.refs++

@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/netip"
 	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -85,6 +86,12 @@ func parse(c *caddy.Controller) (*Config, error) {
 				path = filepath.Join(dnsserver.GetConfig(c).Root, path)
 			}
 			cfg.LatencyTable, tablePos = path, pos{c.File(), c.Line()}
+		case "api":
+			a, err := parseAPI(c)
+			if err != nil {
+				return nil, err
+			}
+			cfg.API = a
 		case "region":
 			r, err := parseRegion(c, c.RemainingArgs())
 			if err != nil {
@@ -131,6 +138,42 @@ func parse(c *caddy.Controller) (*Config, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// parseAPI reads `api ADDRESS [{ token_file FILE }]`.
+func parseAPI(c *caddy.Controller) (*APIConfig, error) {
+	args := c.RemainingArgs()
+	if len(args) != 1 {
+		return nil, c.ArgErr()
+	}
+	if _, err := netip.ParseAddrPort(args[0]); err != nil {
+		return nil, c.Errf("api: invalid address '%s', expected IP:PORT such as 127.0.0.1:8053", args[0])
+	}
+	a := &APIConfig{Addr: args[0]}
+	err := block(c, func(key string, v []string) error {
+		switch key {
+		case "token_file":
+			if len(v) != 1 {
+				return c.ArgErr()
+			}
+			path := v[0]
+			if !filepath.IsAbs(path) {
+				path = filepath.Join(dnsserver.GetConfig(c).Root, path)
+			}
+			tok, err := os.ReadFile(path)
+			if err != nil {
+				return c.Errf("api: token_file: %v", err)
+			}
+			if len(strings.TrimSpace(string(tok))) < 16 {
+				return c.Errf("api: token_file: %s holds %d characters, expected a token of at least 16", path, len(strings.TrimSpace(string(tok))))
+			}
+			a.TokenFile = path
+		default:
+			return c.Errf("api: unknown property '%s'", key)
+		}
+		return nil
+	})
+	return a, err
 }
 
 func parseRegion(c *caddy.Controller, args []string) (Region, error) {
