@@ -31,3 +31,25 @@ func TestReadmeExamples(t *testing.T) {
 		}
 	}
 }
+
+// TestCorefileExample parses the healthroute block of Corefile.example, which
+// `make run` serves.
+func TestCorefileExample(t *testing.T) {
+	b, err := os.ReadFile("Corefile.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?s)\n\s*(healthroute \{.*\n    \})\n`).FindSubmatch(b)
+	if m == nil {
+		t.Fatal("Corefile.example has no healthroute block")
+	}
+	c := caddy.NewTestController("dns", string(m[1]))
+	c.ServerBlockKeys = []string{"example.org.:1053"}
+	cfg, err := parse(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Records) == 0 || len(cfg.Checks) == 0 {
+		t.Errorf("parsed %d records and %d checks, want some of each", len(cfg.Records), len(cfg.Checks))
+	}
+}
