@@ -32,12 +32,15 @@ const (
 // connection per probe, so it controls every deadline and reads no byte it does
 // not need.
 type httpChecker struct {
-	spec    *Spec
 	addr    string      // host:port to dial
 	tls     *tls.Config // nil for http
 	request []byte      // the whole request, built once
 	status  [2]int
 	match   []byte
+
+	// Phase limits: to connect, from connected to the status line, then to the
+	// match. Route 53's 4 s, 2 s and 2 s, or each the check's timeout.
+	connect, response, body time.Duration
 }
 
 func newHTTPChecker(spec *Spec, agent string) (Checker, error) {
@@ -48,7 +51,11 @@ func newHTTPChecker(spec *Spec, agent string) (Checker, error) {
 	if u.Hostname() == "" {
 		return nil, fmt.Errorf("target %q has no host", spec.Target)
 	}
-	c := &httpChecker{spec: spec, status: spec.Status, match: []byte(spec.Match)}
+	c := &httpChecker{status: spec.Status, match: []byte(spec.Match),
+		connect: HTTPConnect, response: HTTPResponse, body: HTTPBody}
+	if spec.Timeout > 0 {
+		c.connect, c.response, c.body = spec.Timeout, spec.Timeout, spec.Timeout
+	}
 	if c.status == [2]int{} {
 		c.status = [2]int{DefaultStatusMin, DefaultStatusMax}
 	}
@@ -111,11 +118,7 @@ func newHTTPChecker(spec *Spec, agent string) (Checker, error) {
 // string the body within 2 s more. A set timeout bounds each phase and, through
 // ctx (the scheduler's budget), the whole probe.
 func (c *httpChecker) Check(ctx context.Context) error {
-	connect, response, body := HTTPConnect, HTTPResponse, HTTPBody
-	if c.spec.Timeout > 0 {
-		connect, response, body = c.spec.Timeout, c.spec.Timeout, c.spec.Timeout
-	}
-	dctx, cancel := context.WithTimeout(ctx, connect)
+	dctx, cancel := context.WithTimeout(ctx, c.connect)
 	var d net.Dialer
 	conn, err := d.DialContext(dctx, "tcp", c.addr)
 	cancel()
@@ -126,7 +129,7 @@ func (c *httpChecker) Check(ctx context.Context) error {
 	// A cancelled ctx (budget spent, check released) interrupts any read or write.
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
-	conn.SetDeadline(within(ctx, response))
+	conn.SetDeadline(within(ctx, c.response))
 
 	if c.tls != nil {
 		tc := tls.Client(conn, c.tls)
@@ -153,7 +156,7 @@ func (c *httpChecker) Check(ctx context.Context) error {
 	if len(c.match) == 0 {
 		return nil // the body is never read: closing the connection discards it
 	}
-	conn.SetDeadline(within(ctx, body))
+	conn.SetDeadline(within(ctx, c.body))
 	lim.N = maxRawBody
 	found, err := search(resp, c.match)
 	if found {

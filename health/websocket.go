@@ -133,6 +133,9 @@ func (w *wsChecker) Check(ctx context.Context) error {
 			if s := websocket.CloseStatus(err); s != -1 {
 				return fmt.Errorf("closed by the endpoint before a reply (status %d)", s)
 			}
+			if ctx.Err() != nil {
+				return fmt.Errorf("no reply containing %q in time: %w", w.expect, ctx.Err())
+			}
 			return fmt.Errorf("waiting for a reply: %w", err)
 		}
 		if bytes.Contains(msg, w.expect) {

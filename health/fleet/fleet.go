@@ -99,14 +99,15 @@ type ownReport struct {
 }
 
 type peer struct {
-	epoch   uint64
-	seq     uint64 // highest sequence seen
-	beat    uint64 // sentAt of the newest beat
-	heard   time.Time
-	fresh   bool // as last evaluated, to notice changes
-	digest  uint64
-	pulled  time.Time
-	reports map[uint64]report
+	epoch    uint64
+	seq      uint64 // highest sequence seen
+	beat     uint64 // sentAt of the newest beat
+	heard    time.Time
+	fresh    bool // as last evaluated, to notice changes
+	digest   uint64
+	mismatch int // beats in a row whose digest differs from ours
+	pulled   time.Time
+	reports  map[uint64]report
 }
 
 type report struct {
@@ -282,7 +283,10 @@ func (f *Fleet) Local(fp string, st health.Status) {
 	r.observed = now
 	var b *bcast
 	if flags := flagsOf(st.Down); r.seq == 0 || r.flags != flags {
-		b = f.setOwnLocked(id, r, flags, now)
+		// A first report is not announced: a change message reaches every member
+		// through every other, while one full report set per peer (pulled when
+		// the next beats' digest differs) carries thousands of new checks for less.
+		b = f.setOwnLocked(id, r, flags, now, r.seq != 0)
 	}
 	f.mu.Unlock()
 	f.broadcast(b)
@@ -296,15 +300,15 @@ func flagsOf(down bool) byte {
 }
 
 // setOwnLocked changes an own report and returns the change message to broadcast
-// (nil past the per-beat budget).
-func (f *Fleet) setOwnLocked(id uint64, r *ownReport, flags byte, now time.Time) *bcast {
+// (nil unless announce, and past the per-beat budget).
+func (f *Fleet) setOwnLocked(id uint64, r *ownReport, flags byte, now time.Time, announce bool) *bcast {
 	if r.seq != 0 {
 		f.digest -= mix(id, r.flags)
 	}
 	f.seq++
 	r.seq, r.flags = f.seq, flags
 	f.digest += mix(id, flags)
-	if f.deltas >= maxDeltas {
+	if !announce || f.deltas >= maxDeltas {
 		return nil
 	}
 	f.deltas++
@@ -481,8 +485,12 @@ func (f *Fleet) handle(b []byte, relay bool) {
 		if relay {
 			out = &bcast{key: h.name, msg: slices.Clone(b)}
 		}
-		if digest != p.digest && now.Sub(p.pulled) >= 2*f.cfg.Beat {
-			p.pulled = now
+		// A beat can overtake the changes queued before it: pull only when two
+		// beats in a row disagree with what this member holds.
+		if digest == p.digest {
+			p.mismatch = 0
+		} else if p.mismatch++; p.mismatch >= 2 && now.Sub(p.pulled) >= 2*f.cfg.Beat {
+			p.pulled, p.mismatch = now, 0
 			defer f.send(h.name, f.pullMsg)
 		}
 	case msgState:
@@ -655,7 +663,7 @@ func (f *Fleet) tick() (changed bool) {
 		age := now.Sub(r.observed)
 		switch {
 		case r.flags&flagStale == 0 && age > max(f.cfg.Stale, 3*r.gap):
-			outs = append(outs, f.setOwnLocked(id, r, r.flags|flagStale, now))
+			outs = append(outs, f.setOwnLocked(id, r, r.flags|flagStale, now, true))
 			changed = true
 		case r.flags&flagStale != 0 && age > forget:
 			delete(f.own, id)

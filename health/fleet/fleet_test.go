@@ -129,10 +129,12 @@ func fast(c *memberlist.Config) {
 }
 
 type member struct {
-	name string
-	bind netip.AddrPort
-	key  []byte
-	join []string
+	name        string
+	bind        netip.AddrPort
+	key         []byte
+	join        []string
+	beat, stale time.Duration            // 0: 100ms, 1s
+	tune        func(*memberlist.Config) // nil: fast
 }
 
 // start starts a member on loopback with test timers; it is stopped at cleanup.
@@ -141,8 +143,14 @@ func start(t *testing.T, n *netsim, m member) *Fleet {
 	if !m.bind.IsValid() {
 		m.bind = netip.MustParseAddrPort("127.0.0.1:0")
 	}
+	if m.beat == 0 {
+		m.beat, m.stale = 100*time.Millisecond, time.Second
+	}
+	if m.tune == nil {
+		m.tune = fast
+	}
 	cfg := Config{Name: m.name, Bind: m.bind, Key: m.key, Insecure: m.key == nil, Quorum: DefaultQuorum,
-		Beat: 100 * time.Millisecond, Stale: time.Second, MaxBackoff: 300 * time.Millisecond, tune: fast}
+		Beat: m.beat, Stale: m.stale, MaxBackoff: 300 * time.Millisecond, tune: m.tune}
 	for _, j := range m.join {
 		cfg.Join = append(cfg.Join, netip.MustParseAddrPort(j))
 	}
@@ -163,12 +171,13 @@ func start(t *testing.T, n *netsim, m member) *Fleet {
 	return f
 }
 
-// cluster starts size members, each joining the first.
-func cluster(t *testing.T, n *netsim, size int) []*Fleet {
+// cluster starts size members like tmpl, each joining the first.
+func cluster(t *testing.T, n *netsim, size int, tmpl member) []*Fleet {
 	t.Helper()
 	var ms []*Fleet
 	for i := range size {
-		m := member{name: fmt.Sprintf("m%02d", i), key: testKey}
+		m := tmpl
+		m.name, m.key = fmt.Sprintf("m%02d", i), testKey
 		if i > 0 {
 			m.join = []string{ms[0].Addr()}
 		}
@@ -218,7 +227,7 @@ func views(ms []*Fleet, local []bool, fp string, wantDown bool, total int) bool 
 func TestOneMemberDownIsOutvoted(t *testing.T) {
 	for _, size := range []int{3, 5} {
 		t.Run(strconv.Itoa(size), func(t *testing.T) {
-			ms := cluster(t, nil, size)
+			ms := cluster(t, nil, size, member{})
 			local := make([]bool, size)
 			local[0] = true // m00 has a bad path to the endpoint
 			for i, m := range ms {
@@ -235,7 +244,7 @@ func TestOneMemberDownIsOutvoted(t *testing.T) {
 
 func TestPartitionEachSideJudgesFromReachable(t *testing.T) {
 	n := &netsim{}
-	ms := cluster(t, n, 5)
+	ms := cluster(t, n, 5, member{})
 	// m00-m02 see the endpoint down, m03-m04 up: 2 of 5 healthy (40%) is healthy.
 	local := []bool{true, true, true, false, false}
 	for i, m := range ms {
@@ -261,7 +270,7 @@ func TestPartitionEachSideJudgesFromReachable(t *testing.T) {
 }
 
 func TestWrongKeyRefused(t *testing.T) {
-	ms := cluster(t, nil, 2)
+	ms := cluster(t, nil, 2, member{})
 	other := []byte("fedcba9876543210fedcba9876543210")
 	bad := start(t, nil, member{name: "intruder", key: other})
 	if n, err := bad.ml.Load().Join([]string{ms[0].Addr()}); err == nil || n != 0 {

@@ -1,0 +1,116 @@
+package health
+
+import (
+	"crypto/tls"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// wsServer serves WebSocket connections with behave; it records the User-Agent of
+// the last handshake.
+func wsServer(t *testing.T, secure bool, behave func(c *websocket.Conn, r *http.Request)) (*httptest.Server, chan string) {
+	t.Helper()
+	agents := make(chan string, 16)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case agents <- r.UserAgent():
+		default:
+		}
+		if r.URL.Path == "/plain" {
+			w.Write([]byte("not a websocket"))
+			return
+		}
+		c, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer c.CloseNow()
+		behave(c, r)
+	})
+	var srv *httptest.Server
+	if secure {
+		srv = httptest.NewUnstartedServer(h)
+		srv.TLS = &tls.Config{Certificates: []tls.Certificate{expiredCert(t)}}
+		srv.StartTLS()
+	} else {
+		srv = httptest.NewServer(h)
+	}
+	t.Cleanup(srv.Close)
+	return srv, agents
+}
+
+func TestWebSocket(t *testing.T) {
+	echo := func(c *websocket.Conn, r *http.Request) {
+		for range 10 {
+			typ, msg, err := c.Read(r.Context())
+			if err != nil {
+				return
+			}
+			if string(msg) == `{"action":"heartbeat"}` {
+				msg = []byte(`{"type":"pong"}`)
+			}
+			c.Write(r.Context(), typ, msg)
+		}
+	}
+	chatty := func(c *websocket.Conn, r *http.Request) {
+		c.Write(r.Context(), websocket.MessageText, []byte("hello"))
+		c.Write(r.Context(), websocket.MessageText, []byte("tick pong"))
+		c.Read(r.Context()) // until the client closes
+	}
+	silent := func(c *websocket.Conn, r *http.Request) {
+		for range 10 { // reads the heartbeat, never answers, until the client closes
+			if _, _, err := c.Read(r.Context()); err != nil {
+				return
+			}
+		}
+	}
+	closes := func(c *websocket.Conn, r *http.Request) { c.Close(websocket.StatusGoingAway, "bye") }
+	huge := func(c *websocket.Conn, r *http.Request) {
+		c.Read(r.Context())
+		c.Write(r.Context(), websocket.MessageText, []byte(strings.Repeat("x", 1<<20)))
+	}
+	tests := []struct {
+		name         string
+		secure       bool
+		behave       func(*websocket.Conn, *http.Request)
+		path         string
+		send, expect string
+		want         string
+	}{
+		{"answers", false, echo, "/ws", `{"action":"heartbeat"}`, "pong", ""},
+		{"answers over wss, expired certificate", true, echo, "/ws", `{"action":"heartbeat"}`, "pong", ""},
+		{"answers without expect", false, echo, "/ws", "ping", "", ""},
+		{"answers something else", false, echo, "/ws", "ping", "pong", "no reply"},
+		{"pushes without send", false, chatty, "/ws", "", "pong", ""},
+		{"connect and close only", false, silent, "/ws", "", "", ""},
+		{"stays silent", false, silent, "/ws", `{"action":"heartbeat"}`, "pong", "no reply"},
+		{"closes", false, closes, "/ws", `{"action":"heartbeat"}`, "pong", "closed by the endpoint"},
+		{"floods one message", false, huge, "/ws", "ping", "pong", "reply"},
+		{"not a websocket", false, echo, "/plain", "ping", "pong", "handshake"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, agents := wsServer(t, tc.secure, tc.behave)
+			target := "ws" + strings.TrimPrefix(srv.URL, "http") + tc.path
+			spec := &Spec{Name: "t", Type: WebSocket, Target: target, Send: tc.send, Expect: tc.expect,
+				Timeout: 500 * time.Millisecond}
+			err, took := probeOnce(t, spec)
+			wantResult(t, err, tc.want)
+			if took > time.Second {
+				t.Errorf("probe took %s; want at most its 500ms budget", took)
+			}
+			if ua := <-agents; ua != testAgent {
+				t.Errorf("User-Agent %q; want %q", ua, testAgent)
+			}
+		})
+	}
+	t.Run("closed port", func(t *testing.T) {
+		err, _ := probeOnce(t, &Spec{Name: "t", Type: WebSocket, Target: "ws://" + closedPort(t) + "/"})
+		wantResult(t, err, "refused")
+	})
+}
