@@ -72,16 +72,17 @@ type Fleet struct {
 	epoch uint64
 
 	mu     sync.Mutex
-	seq    uint64                // last sequence given to an own report
-	own    map[uint64]*ownReport // this member's reports, by short id
-	digest uint64                // of own, see mix
-	deltas int                   // change messages queued this beat
-	peers  map[string]*peer      // other members' reports, by name
-	alive  map[string]string     // member name -> address, memberlist alive or suspect, self included
-	lost   map[string]lostMember // failed (not left) members to reconnect to
-	last   map[string]*decision  // by fingerprint
+	seq    uint64                     // last sequence given to an own report
+	own    map[uint64]*ownReport      // this member's reports, by short id
+	digest uint64                     // of own, see mix
+	deltas int                        // change messages queued this beat
+	peers  map[string]*peer           // other members' reports, by name
+	alive  map[string]memberlist.Node // memberlist alive or suspect, self included; copies (memberlist mutates its own)
+	lost   map[string]lostMember      // failed (not left) members to reconnect to
+	last   map[string]*decision       // by fingerprint
 
 	ml      atomic.Pointer[memberlist.Memberlist]
+	addr    string // this member's gossip address, set by Start
 	queue   *memberlist.TransmitLimitedQueue
 	kick    chan struct{}
 	jobs    chan job
@@ -158,7 +159,7 @@ func New(cfg Config) (*Fleet, error) {
 	}
 	f := &Fleet{
 		cfg: cfg, now: time.Now,
-		own: map[uint64]*ownReport{}, peers: map[string]*peer{}, alive: map[string]string{},
+		own: map[uint64]*ownReport{}, peers: map[string]*peer{}, alive: map[string]memberlist.Node{},
 		lost: map[string]lostMember{}, last: map[string]*decision{},
 		kick: make(chan struct{}, 1), jobs: make(chan job, 64),
 	}
@@ -209,6 +210,7 @@ func (f *Fleet) Start() error {
 		nt.Shutdown()
 		return fmt.Errorf("fleet: %w", err)
 	}
+	f.addr = ml.LocalNode().Address()
 	f.ml.Store(ml)
 	ctx, cancel := context.WithCancel(context.Background())
 	f.cancel = cancel
@@ -220,13 +222,7 @@ func (f *Fleet) Start() error {
 }
 
 // Addr is the address other members reach this one at (after Start).
-func (f *Fleet) Addr() string {
-	ml := f.ml.Load()
-	if ml == nil {
-		return ""
-	}
-	return ml.LocalNode().Address()
-}
+func (f *Fleet) Addr() string { return f.addr }
 
 // Stop leaves the fleet, so the others drop this member at once, and waits for
 // every goroutine the fleet started.
@@ -607,14 +603,14 @@ func (f *Fleet) sender(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case j := <-f.jobs:
-			ml := f.ml.Load()
-			for _, n := range ml.Members() {
-				if n.Name == j.to {
-					if err := ml.SendReliable(n, j.msg()); err != nil {
-						log.Debugf("fleet: send to %s: %v", j.to, err)
-					}
-					break
-				}
+			f.mu.Lock()
+			n, ok := f.alive[j.to]
+			f.mu.Unlock()
+			if !ok {
+				continue
+			}
+			if err := f.ml.Load().SendReliable(&n, j.msg()); err != nil {
+				log.Debugf("fleet: send to %s: %v", j.to, err)
 			}
 		}
 	}
@@ -740,8 +736,8 @@ func (f *Fleet) missing() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	up := make(map[string]bool, len(f.alive))
-	for _, a := range f.alive {
-		up[a] = true
+	for _, n := range f.alive {
+		up[n.Address()] = true
 	}
 	var out []string
 	add := func(a string) {
@@ -797,7 +793,9 @@ func (e *events) NotifyUpdate(n *memberlist.Node) { e.up(n) }
 func (e *events) up(n *memberlist.Node) {
 	f := (*Fleet)(e)
 	f.mu.Lock()
-	f.alive[n.Name] = n.Address()
+	c := *n // memberlist holds its lock while it calls us, so this read is safe
+	c.Addr, c.Meta = slices.Clone(n.Addr), nil
+	f.alive[n.Name] = c
 	delete(f.lost, n.Name)
 	membersAlive.Set(float64(len(f.alive)))
 	f.mu.Unlock()

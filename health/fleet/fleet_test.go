@@ -354,7 +354,7 @@ func TestQuorumBoundary(t *testing.T) {
 			f.Local("fp", status(true))
 			for i := range 49 {
 				name := fmt.Sprintf("c%02d", i)
-				f.alive[name] = "127.0.0.1:1"
+				f.alive[name] = memberlist.Node{Name: name}
 				feed(f, name, 1, 1, entry{id: shortID("fp"), flags: flagsOf(i >= k), seq: 1})
 			}
 			v := f.View("fp")
@@ -383,7 +383,7 @@ func TestStaleAndRestartedReports(t *testing.T) {
 	now := time.Unix(1000, 0)
 	f.now = func() time.Time { return now }
 	f.Local("fp", status(true))
-	f.alive["p"] = "127.0.0.1:1"
+	f.alive["p"] = memberlist.Node{Name: "p"}
 	feed(f, "p", 1, 1, entry{id: shortID("fp"), seq: 1})
 	if got := f.Status("fp", status(true)); got.Down {
 		t.Fatal("1 of 2 healthy must be healthy")
