@@ -254,9 +254,13 @@ func parseCheck(c *caddy.Controller, cfg *Config) (*health.Spec, []childRef, err
 			if err != nil {
 				return err
 			}
+			min := health.MinInterval
+			if key == "timeout" {
+				min = time.Millisecond
+			}
 			d, err := time.ParseDuration(v)
-			if err != nil || d < health.MinInterval {
-				return c.Errf("check %s: %s: invalid duration '%s', expected a duration of at least %s", name, key, v, health.MinInterval)
+			if err != nil || d < min {
+				return c.Errf("check %s: %s: invalid duration '%s', expected a duration of at least %s", name, key, v, min)
 			}
 			if key == "interval" {
 				s.Interval = d
