@@ -350,6 +350,20 @@ func TestHTTPTimeouts(t *testing.T) {
 		err, _ := probeOnce(t, &Spec{Name: "t", Type: HTTP, Target: "http://" + closedPort(t)})
 		wantResult(t, err, "connect")
 	})
+	t.Run("TLS handshake counts in the status-line limit", func(t *testing.T) {
+		addr := rawServer(t, func(c net.Conn, done <-chan struct{}) { c.Read(make([]byte, 4096)); <-done })
+		c, err := NewChecker(&Spec{Name: "t", Type: HTTPS, Target: "https://" + addr}, testAgent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.(*httpChecker).response = 300 * time.Millisecond
+		start := time.Now()
+		err = c.Check(t.Context())
+		wantResult(t, err, "tls handshake")
+		if took := time.Since(start); took > time.Second {
+			t.Errorf("probe took %s; want the 300ms status-line limit", took)
+		}
+	})
 }
 
 func TestBudget(t *testing.T) {

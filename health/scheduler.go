@@ -189,6 +189,14 @@ func (s *Scheduler) Running() int {
 	return len(s.checks)
 }
 
+// InFlight reports how many probes are running now (at most MaxInFlight).
+func (s *Scheduler) InFlight() int {
+	s.mu.Lock()
+	sem := s.sem
+	s.mu.Unlock()
+	return len(sem)
+}
+
 // Info returns what the scheduler knows of the check with fingerprint fp.
 func (s *Scheduler) Info(fp string) (Info, bool) {
 	s.mu.Lock()

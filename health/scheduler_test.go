@@ -157,8 +157,8 @@ func TestSchedulerInFlightBound(t *testing.T) {
 		s.Start(context.Background())
 		defer s.Stop()
 		advance(time.Millisecond)
-		if n := now.Load(); n != 3 {
-			t.Errorf("%d probes in flight at once; want the bound, 3", n)
+		if n, m := now.Load(), s.InFlight(); n != 3 || m != 3 {
+			t.Errorf("%d probes in flight at once (InFlight %d); want the bound, 3", n, m)
 		}
 		// 10 hung checks, 3 at a time, 1 s each: all probed once after 4 s.
 		advance(4 * time.Second)

@@ -117,7 +117,11 @@ func (w *wsChecker) Check(ctx context.Context) error {
 	conn.SetReadLimit(maxWSMessage)
 
 	if len(w.send) == 0 && len(w.expect) == 0 {
-		if err := conn.Close(websocket.StatusNormalClosure, ""); err != nil && !closedNormally(err) {
+		err := conn.Close(websocket.StatusNormalClosure, "")
+		if ctx.Err() != nil {
+			return fmt.Errorf("closing handshake: %w", ctx.Err())
+		}
+		if err != nil && !closedNormally(err) {
 			return fmt.Errorf("closing handshake: %w", err)
 		}
 		return nil

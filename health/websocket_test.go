@@ -1,7 +1,12 @@
 package health
 
 import (
+	"bufio"
+	"crypto/sha1"
 	"crypto/tls"
+	"encoding/base64"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -113,4 +118,33 @@ func TestWebSocket(t *testing.T) {
 		err, _ := probeOnce(t, &Spec{Name: "t", Type: WebSocket, Target: "ws://" + closedPort(t) + "/"})
 		wantResult(t, err, "refused")
 	})
+	hangs := []struct {
+		name  string
+		serve func(c net.Conn, done <-chan struct{})
+		send  string
+		want  string
+	}{
+		{"hangs in the opening handshake", func(c net.Conn, done <-chan struct{}) { <-done }, "", "handshake"},
+		{"hangs in the closing handshake", func(c net.Conn, done <-chan struct{}) {
+			// Completes the upgrade, then never answers the close frame.
+			req, err := http.ReadRequest(bufio.NewReader(c))
+			if err != nil {
+				return
+			}
+			h := sha1.Sum([]byte(req.Header.Get("Sec-WebSocket-Key") + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"))
+			io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
+				"Sec-WebSocket-Accept: "+base64.StdEncoding.EncodeToString(h[:])+"\r\n\r\n")
+			<-done
+		}, "", "closing handshake"},
+	}
+	for _, tc := range hangs {
+		t.Run(tc.name, func(t *testing.T) {
+			addr := rawServer(t, tc.serve)
+			err, took := probeOnce(t, &Spec{Name: "t", Type: WebSocket, Target: "ws://" + addr + "/", Interval: 300 * time.Millisecond})
+			wantResult(t, err, tc.want)
+			if took > time.Second {
+				t.Errorf("probe took %s; want its 300ms budget", took)
+			}
+		})
+	}
 }

@@ -25,7 +25,8 @@ func TestSimulation20x1000(t *testing.T) {
 		c.GossipInterval, c.ProbeInterval, c.ProbeTimeout = 100*time.Millisecond, 500*time.Millisecond, 250*time.Millisecond
 		c.PushPullInterval = 5 * time.Second
 	}
-	ms := cluster(t, n, members, member{beat: 250 * time.Millisecond, stale: 5 * time.Second, tune: tune})
+	ms := cluster(t, n, members, member{beat: 2 * time.Second, stale: 10 * time.Second, tune: tune})
+	t.Logf("fleet of %d formed", members)
 	fps := make([]string, checks)
 	for j := range fps {
 		fps[j] = fmt.Sprintf("%024x", j*7919)
