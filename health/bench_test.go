@@ -32,39 +32,20 @@ func (o *countObserver) Changed(*Spec, bool) {}
 // httpResponders starts n minimal HTTP/1.1 endpoints on loopback: read the request
 // head, answer 200, close. Minimal so that the benchmark measures the prober.
 func httpResponders(b *testing.B, n int) []string {
-	var addrs []string
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			b.Fatal(err)
-		}
-		var wg sync.WaitGroup
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					defer c.Close()
-					c.SetDeadline(time.Now().Add(5 * time.Second))
-					br := bufio.NewReaderSize(c, 1024)
-					for range 32 { // the request head, bounded
-						line, err := br.ReadSlice('\n')
-						if err != nil || len(line) <= 2 {
-							break
-						}
-					}
-					io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nOK")
-				}()
+	serve := func(c net.Conn, _ <-chan struct{}) {
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		br := bufio.NewReaderSize(c, 1024)
+		for range 32 { // the request head, bounded
+			line, err := br.ReadSlice('\n')
+			if err != nil || len(line) <= 2 {
+				break
 			}
-		}()
-		b.Cleanup(func() { ln.Close(); wg.Wait() })
-		addrs = append(addrs, ln.Addr().String())
+		}
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nOK")
+	}
+	addrs := make([]string, n)
+	for i := range addrs {
+		addrs[i] = rawServer(b, serve)
 	}
 	return addrs
 }

@@ -36,7 +36,7 @@ func probeOnce(t *testing.T, spec *Spec) (error, time.Duration) {
 
 // rawServer listens on loopback and runs serve for each connection. done is closed
 // when the test ends, so a server that hangs can return. It returns host:port.
-func rawServer(t *testing.T, serve func(c net.Conn, done <-chan struct{})) string {
+func rawServer(t testing.TB, serve func(c net.Conn, done <-chan struct{})) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
