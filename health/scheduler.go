@@ -502,15 +502,16 @@ func (s *Scheduler) flush(want uint64) {
 		i := shardOf(fp)
 		if !copied[i] {
 			copied[i] = true
-			next.shards[i] = maps.Clone(next.shards[i])
-			if next.shards[i] == nil {
-				next.shards[i] = map[string]Status{}
+			m := maps.Clone(next.shard(i))
+			if m == nil {
+				m = map[string]Status{}
 			}
+			next.shards[i] = &shard{m: m}
 		}
 		if ok {
-			next.shards[i][fp] = st
+			next.shards[i].m[fp] = st
 		} else {
-			delete(next.shards[i], fp)
+			delete(next.shards[i].m, fp)
 		}
 		changed = true
 	}

@@ -451,6 +451,11 @@ func TestSchedulerCoalesce(t *testing.T) {
 	if last.Len() != 50 {
 		t.Fatalf("last snapshot has %d checks; want 50", last.Len())
 	}
+	changed := 0
+	last.Diff(pubs[0], func(string) { changed++ })
+	if changed != 50-pubs[0].Len() {
+		t.Errorf("Diff between the two publications: %d checks; want %d", changed, 50-pubs[0].Len())
+	}
 	last.Each(func(fp string, st Status) {
 		if !st.Down {
 			t.Errorf("check %s not down in the last snapshot", fp)

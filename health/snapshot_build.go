@@ -7,9 +7,9 @@ func NewSnapshot(gen uint64, states map[string]Status) *Snapshot {
 	for fp, st := range states {
 		i := shardOf(fp)
 		if s.shards[i] == nil {
-			s.shards[i] = map[string]Status{}
+			s.shards[i] = &shard{m: map[string]Status{}}
 		}
-		s.shards[i][fp] = st
+		s.shards[i].m[fp] = st
 	}
 	return s
 }

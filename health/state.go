@@ -42,7 +42,19 @@ const shardCount = 64
 // knows no check, so every check reads as new: healthy, unless inverted.
 type Snapshot struct {
 	Gen    uint64 // increases with each publication
-	shards [shardCount]map[string]Status
+	shards [shardCount]*shard
+}
+
+// shard is one part of a snapshot's states. Snapshots share the shards in which
+// nothing changed between them, so a shard, once published, is never written.
+type shard struct{ m map[string]Status }
+
+// shard returns the states of shard i (nil when empty).
+func (s *Snapshot) shard(i int) map[string]Status {
+	if s == nil || s.shards[i] == nil {
+		return nil
+	}
+	return s.shards[i].m
 }
 
 // shardOf hashes fp (FNV-1a) to a shard index.
@@ -57,40 +69,51 @@ func shardOf(fp string) int {
 
 // Status returns the recorded status of the check with fingerprint fp.
 func (s *Snapshot) Status(fp string) Status {
-	if s == nil {
-		return Status{}
-	}
-	return s.shards[shardOf(fp)][fp]
+	return s.shard(shardOf(fp))[fp]
 }
 
 func (s *Snapshot) lookup(fp string) (Status, bool) {
-	if s == nil {
-		return Status{}, false
-	}
-	st, ok := s.shards[shardOf(fp)][fp]
+	st, ok := s.shard(shardOf(fp))[fp]
 	return st, ok
 }
 
 // Len returns how many checks s records.
 func (s *Snapshot) Len() int {
-	if s == nil {
-		return 0
-	}
 	n := 0
-	for _, m := range s.shards {
-		n += len(m)
+	for i := range shardCount {
+		n += len(s.shard(i))
 	}
 	return n
 }
 
 // Each calls fn for every check s records, in no particular order.
 func (s *Snapshot) Each(fn func(fp string, st Status)) {
-	if s == nil {
-		return
-	}
-	for _, m := range s.shards {
-		for fp, st := range m {
+	for i := range shardCount {
+		for fp, st := range s.shard(i) {
 			fn(fp, st)
+		}
+	}
+}
+
+// Diff calls fn for each fingerprint whose status differs between prev and s:
+// added, removed or changed. It skips the shards the two snapshots share, so
+// between consecutive publications it costs in proportion to what changed; a
+// subscriber can use it to recompute only what depends on those checks.
+func (s *Snapshot) Diff(prev *Snapshot, fn func(fp string)) {
+	for i := range shardCount {
+		if s != nil && prev != nil && s.shards[i] == prev.shards[i] {
+			continue
+		}
+		a, b := prev.shard(i), s.shard(i)
+		for fp, st := range b {
+			if old, ok := a[fp]; !ok || old != st {
+				fn(fp)
+			}
+		}
+		for fp := range a {
+			if _, ok := b[fp]; !ok {
+				fn(fp)
+			}
 		}
 	}
 }

@@ -2,6 +2,8 @@ package health
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -97,5 +99,30 @@ func TestSnapshotHealthy(t *testing.T) {
 	}
 	if snap.Len() != 2 {
 		t.Errorf("Len = %d; want 2", snap.Len())
+	}
+}
+
+func TestSnapshotDiff(t *testing.T) {
+	a := NewSnapshot(1, map[string]Status{"x": {Seen: true}, "y": {Seen: true}, "z": {Seen: true}})
+	tests := []struct {
+		name      string
+		prev, cur *Snapshot
+		want      string
+	}{
+		{"same", a, a, ""},
+		{"equal content", a, NewSnapshot(2, map[string]Status{"x": {Seen: true}, "y": {Seen: true}, "z": {Seen: true}}), ""},
+		{"from nil", nil, a, "xyz"},
+		{"to nil", a, nil, "xyz"},
+		{"changed, added, removed", a, NewSnapshot(2, map[string]Status{"x": {Seen: true, Down: true}, "y": {Seen: true}, "w": {}}), "wxz"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			tc.cur.Diff(tc.prev, func(fp string) { got = append(got, fp) })
+			slices.Sort(got)
+			if s := strings.Join(got, ""); s != tc.want {
+				t.Errorf("Diff = %q; want %q", s, tc.want)
+			}
+		})
 	}
 }

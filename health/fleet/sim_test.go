@@ -22,10 +22,10 @@ func TestSimulation20x1000(t *testing.T) {
 	// under the race detector on two cores still keep up.
 	tune := func(c *memberlist.Config) {
 		fast(c)
-		c.GossipInterval, c.ProbeInterval, c.ProbeTimeout = 100*time.Millisecond, 500*time.Millisecond, 250*time.Millisecond
-		c.PushPullInterval = 5 * time.Second
+		c.GossipInterval, c.ProbeInterval, c.ProbeTimeout = 100*time.Millisecond, time.Second, 500*time.Millisecond
+		c.SuspicionMult, c.PushPullInterval = 4, 5*time.Second
 	}
-	ms := cluster(t, n, members, member{beat: 2 * time.Second, stale: 10 * time.Second, tune: tune})
+	ms := cluster(t, n, members, member{beat: 250 * time.Millisecond, stale: 5 * time.Second, tune: tune})
 	t.Logf("fleet of %d formed", members)
 	fps := make([]string, checks)
 	for j := range fps {
