@@ -129,7 +129,9 @@ func (c *httpChecker) Check(ctx context.Context) error {
 	// A cancelled ctx (budget spent, check released) interrupts any read or write.
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
-	conn.SetDeadline(within(ctx, c.response))
+	if err := setDeadline(ctx, conn, c.response); err != nil {
+		return err
+	}
 
 	if c.tls != nil {
 		tc := tls.Client(conn, c.tls)
@@ -156,7 +158,9 @@ func (c *httpChecker) Check(ctx context.Context) error {
 	if len(c.match) == 0 {
 		return nil // the body is never read: closing the connection discards it
 	}
-	conn.SetDeadline(within(ctx, c.body))
+	if err := setDeadline(ctx, conn, c.body); err != nil {
+		return err
+	}
 	lim.N = maxRawBody
 	found, err := search(resp, c.match)
 	if found {
@@ -168,13 +172,16 @@ func (c *httpChecker) Check(ctx context.Context) error {
 	return fmt.Errorf("%q not found in the first %d bytes of the body", c.match, MatchWindow)
 }
 
-// within returns the deadline d from now, or ctx's deadline when that is sooner.
-func within(ctx context.Context, d time.Duration) time.Time {
+// setDeadline gives conn the deadline d from now, or ctx's deadline when that is
+// sooner. It fails when ctx has ended, so that the new deadline cannot undo the
+// one ctx's end set.
+func setDeadline(ctx context.Context, conn net.Conn, d time.Duration) error {
 	t := time.Now().Add(d)
 	if dl, ok := ctx.Deadline(); ok && dl.Before(t) {
-		return dl
+		t = dl
 	}
-	return t
+	conn.SetDeadline(t)
+	return ctx.Err()
 }
 
 // search reports whether match lies entirely within the first MatchWindow bytes of

@@ -41,7 +41,12 @@ func newPromChecker(spec *Spec, agent string) (Checker, error) {
 
 // Check runs the query at the current time.
 func (p *promChecker) Check(ctx context.Context) error {
-	v, _, err := p.api.Query(ctx, p.query, time.Now())
+	var opts []promv1.Option
+	if dl, ok := ctx.Deadline(); ok {
+		// Prometheus abandons the evaluation when the probe would, not later.
+		opts = append(opts, promv1.WithTimeout(time.Until(dl).Round(time.Millisecond)))
+	}
+	v, _, err := p.api.Query(ctx, p.query, time.Now(), opts...)
 	if err != nil {
 		return fmt.Errorf("query: %w", err)
 	}

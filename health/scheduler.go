@@ -138,6 +138,7 @@ func (s *Scheduler) Acquire(specs []*Spec) error {
 		fp := sp.Fingerprint()
 		if e, ok := s.checks[fp]; ok {
 			e.refs++
+			e.info.Spec = sp // the status page shows the latest definition's name
 			continue
 		}
 		e := &entry{spec: sp, refs: 1, info: Info{Spec: sp}}
@@ -150,7 +151,8 @@ func (s *Scheduler) Acquire(specs []*Spec) error {
 }
 
 // Release drops a reference to each spec; a check with none left stops probing (its
-// running probe is cancelled and waited for) and its state is forgotten.
+// running probe is cancelled and waited for) and its state is forgotten. It must
+// not be called from a subscriber.
 func (s *Scheduler) Release(specs []*Spec) {
 	s.mu.Lock()
 	var stopped []*entry
@@ -248,6 +250,9 @@ func (s *Scheduler) Subscribe(fn func(*Snapshot)) (cancel func()) {
 }
 
 func (s *Scheduler) startLocked(e *entry) {
+	if s.ctx.Err() != nil {
+		return // stopped: Stop has waited for its goroutines, start no more
+	}
 	ctx, cancel := context.WithCancel(s.ctx)
 	e.cancel, e.done = cancel, make(chan struct{})
 	s.wg.Add(1)

@@ -289,8 +289,8 @@ func TestSchedulerReload(t *testing.T) {
 			t.Errorf("%d probes right after reload; want the kept check's 1 and the added one's 1", n)
 		}
 		in, ok := s.Info(fp)
-		if !ok || !in.State.Down || in.Probes != 1 {
-			t.Errorf("kept check after reload: %+v; want its state and count carried over", in)
+		if !ok || !in.State.Down || in.Probes != 1 || in.Spec.Name != "a-renamed" {
+			t.Errorf("kept check after reload: %+v; want its state and count carried over, under its new name", in)
 		}
 		advance(6*time.Second - 2*time.Millisecond) // t = 10s - 1ms: no extra probe yet
 		if n := len(log.get("probe")); n != 2 {
@@ -460,5 +460,25 @@ func TestSchedulerCoalesce(t *testing.T) {
 		if !st.Down {
 			t.Errorf("check %s not down in the last snapshot", fp)
 		}
+	})
+}
+
+func TestSchedulerAcquireAfterStop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var probes atomic.Int64
+		s := &Scheduler{
+			Jitter: func(time.Duration) time.Duration { return 0 },
+			NewChecker: func(*Spec) (Checker, error) {
+				return CheckFunc(func(context.Context) error { probes.Add(1); return nil }), nil
+			},
+		}
+		s.Start(context.Background())
+		s.Stop()
+		s.Acquire([]*Spec{testSpec("a", time.Second, 1, 1)})
+		advance(time.Minute)
+		if n := probes.Load(); n != 0 {
+			t.Errorf("%d probes by a stopped scheduler", n)
+		}
+		// synctest.Test fails if a goroutine outlives the bubble: none may be started.
 	})
 }
