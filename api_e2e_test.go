@@ -272,7 +272,7 @@ func TestAPIOverride(t *testing.T) {
 		t.Errorf("web overridden: %+v, want override=false healthy=false probed_healthy=true", c)
 	}
 	_, page := httpDo(t, http.MethodGet, f.base+"/", "", "")
-	for _, want := range []string{`<tr id="check-web" class="check is-bad" data-health="unhealthy">`,
+	for _, want := range []string{`<tr id="check-web" class="check is-bad" data-health="unhealthy"`,
 		`<a href="#check-web">web</a>: forced unhealthy by an operator; probes say healthy`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("status page lacks %s", want)

@@ -86,6 +86,17 @@ footer { padding-bottom: 2rem; }
 	header, main, footer { padding: 0 .6rem; }
 	ul.members { margin-left: .2rem; padding-left: .6rem; }
 	li.member::before { left: -.6rem; width: .45rem; }
+	/* The check table becomes one card per check; the roles keep it a table to screen readers. */
+	.scroll { overflow: visible; border: 0; }
+	table { min-width: 0; }
+	table, tbody, tr, th, td, caption { display: block; }
+	caption { padding: 0 0 .5rem; }
+	thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
+	tbody tr { border: 1px solid var(--line); border-left: 4px solid var(--ok); border-radius: 8px; margin-bottom: .6rem; overflow: hidden; }
+	tbody tr.is-bad { border-left-color: var(--bad); }
+	tbody th { border: 0; }
+	td { position: relative; padding-left: 7.5rem; min-height: 2rem; overflow-wrap: anywhere; }
+	td::before { content: attr(data-label) / ""; position: absolute; left: .75rem; width: 6.25rem; font-size: .8rem; font-weight: 600; color: var(--muted); }
 }
 </style>
 </head>
@@ -145,18 +156,18 @@ The same data as JSON: <a href="/v1/records">records</a>, <a href="/v1/checks">c
 <h2 id="checks-h">Checks</h2>
 {{- if .Checks}}
 <div class="scroll" role="region" aria-labelledby="checks-h" tabindex="0">
-<table>
+<table role="table">
 <caption>{{len .Checks}} checks; {{.Unhealthy}} unhealthy. Health is what routing uses now, after invert, disabled and overrides.</caption>
-<thead><tr><th scope="col">Check</th><th scope="col">Health</th><th scope="col">Type and target</th><th scope="col">Last change</th><th scope="col">Last error</th><th scope="col">Probes</th></tr></thead>
-<tbody>
+<thead role="rowgroup"><tr role="row"><th scope="col" role="columnheader">Check</th><th scope="col" role="columnheader">Health</th><th scope="col" role="columnheader">Type and target</th><th scope="col" role="columnheader">Last change</th><th scope="col" role="columnheader">Last error</th><th scope="col" role="columnheader">Probes</th></tr></thead>
+<tbody role="rowgroup">
 {{- range .Checks}}
-<tr id="check-{{.Name}}" class="check is-{{.Badge.Class}}" data-health="{{.Badge.Text}}">
-<th scope="row">{{.Name}}</th>
-<td><span class="badge {{.Badge.Class}}">{{.Badge.Text}}</span>{{if .Override}} <span class="badge over">override</span>{{end}}{{range .Notes}}<span class="notes">{{.}}</span>{{end}}</td>
-<td>{{.Type}} {{if .Target}}<code>{{.Target}}</code>{{end}}{{if .Children}}of {{range $i, $c := .Children}}{{if $i}}, {{end}}<a href="#check-{{$c}}">{{$c}}</a>{{end}} (threshold {{.Threshold}}){{end}}{{with .Interval}}<span class="notes">every {{.}}</span>{{end}}</td>
-<td>{{if .LastChange.IsZero}}<span class="muted">never</span>{{else}}<time datetime="{{iso .LastChange}}">{{utc .LastChange}}</time><span class="notes">{{ago $.Now .LastChange}}</span>{{end}}</td>
-<td>{{with .LastError}}<span class="err">{{.}}</span>{{else}}<span class="muted">none</span>{{end}}</td>
-<td>{{if .Interval}}{{.Probes}} run, {{.Failures}} failed{{if .LastProbe.IsZero}}{{else}}<span class="notes">last {{ago $.Now .LastProbe}}, {{.LastLatency}} ms</span>{{end}}{{else}}<span class="muted">not probed</span>{{end}}</td>
+<tr id="check-{{.Name}}" class="check is-{{.Badge.Class}}" data-health="{{.Badge.Text}}" role="row">
+<th scope="row" role="rowheader">{{.Name}}</th>
+<td role="cell" data-label="Health"><span class="badge {{.Badge.Class}}">{{.Badge.Text}}</span>{{if .Override}} <span class="badge over">override</span>{{end}}{{range .Notes}}<span class="notes">{{.}}</span>{{end}}</td>
+<td role="cell" data-label="Type, target">{{.Type}} {{if .Target}}<code>{{.Target}}</code>{{end}}{{if .Children}}of {{range $i, $c := .Children}}{{if $i}}, {{end}}<a href="#check-{{$c}}">{{$c}}</a>{{end}} (threshold {{.Threshold}}){{end}}{{with .Interval}}<span class="notes">every {{.}}</span>{{end}}</td>
+<td role="cell" data-label="Last change">{{if .LastChange.IsZero}}<span class="muted">never</span>{{else}}<time datetime="{{iso .LastChange}}">{{utc .LastChange}}</time><span class="notes">{{ago $.Now .LastChange}}</span>{{end}}</td>
+<td role="cell" data-label="Last error">{{with .LastError}}<span class="err">{{.}}</span>{{else}}<span class="muted">none</span>{{end}}</td>
+<td role="cell" data-label="Probes">{{if .Interval}}{{.Probes}} run, {{.Failures}} failed{{if .LastProbe.IsZero}}{{else}}<span class="notes">last {{ago $.Now .LastProbe}}, {{.LastLatency}} ms</span>{{end}}{{else}}<span class="muted">not probed</span>{{end}}</td>
 </tr>
 {{- end}}
 </tbody>

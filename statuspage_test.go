@@ -47,9 +47,9 @@ func TestStatusPageRender(t *testing.T) {
 		// use1's three members are down: it fails open, highlighted and listed
 		`<section class="alert" id="failing-open"`, `<a href="#record-use1.example.org.-A">use1.example.org. A</a>`,
 		`<span class="badge resort">last resort: failing open</span>`,
-		`<tr id="check-c1" class="check is-bad" data-health="unhealthy">`,
-		`<tr id="check-c3" class="check is-ok" data-health="healthy">`,
-		`<th scope="col">Last error</th>`,
+		`<tr id="check-c1" class="check is-bad" data-health="unhealthy"`,
+		`<tr id="check-c3" class="check is-ok" data-health="healthy"`,
+		`<th scope="col" role="columnheader">Last error</th>`,
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %s", want)
@@ -71,7 +71,7 @@ func TestStatusPageRender(t *testing.T) {
 	_, page = getStatus(t, s, "?refresh=0")
 	for _, want := range []string{
 		`<section class="overrides" id="overrides"`, `<a href="#check-c3">c3</a>: forced unhealthy by an operator; probes say healthy`,
-		`<tr id="check-c3" class="check is-bad" data-health="unhealthy">`, `<span class="badge over">override: unhealthy</span>`,
+		`<tr id="check-c3" class="check is-bad" data-health="unhealthy"`, `<span class="badge over">override: unhealthy</span>`,
 		`This page does not refresh`,
 	} {
 		if !strings.Contains(page, want) {
