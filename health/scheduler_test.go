@@ -52,9 +52,9 @@ func advance(d time.Duration) {
 
 func TestSchedulerJitterSpread(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		log := newProbeLog()
+		plog := newProbeLog()
 		s := &Scheduler{NewChecker: func(sp *Spec) (Checker, error) {
-			return CheckFunc(func(context.Context) error { log.add(sp.Name); return nil }), nil
+			return CheckFunc(func(context.Context) error { plog.add(sp.Name); return nil }), nil
 		}}
 		var specs []*Spec
 		for i := range 200 {
@@ -66,7 +66,7 @@ func TestSchedulerJitterSpread(t *testing.T) {
 		advance(10*time.Second - time.Nanosecond)
 		var buckets [10]int
 		for _, sp := range specs {
-			st := log.get(sp.Name)
+			st := plog.get(sp.Name)
 			if len(st) != 1 {
 				t.Fatalf("check %s probed %d times in its first interval; want once", sp.Name, len(st))
 			}
@@ -94,12 +94,12 @@ func TestSchedulerIntervalAfterCompletion(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				log := newProbeLog()
+				plog := newProbeLog()
 				s := &Scheduler{
 					Jitter: func(time.Duration) time.Duration { return 0 },
 					NewChecker: func(sp *Spec) (Checker, error) {
 						return CheckFunc(func(ctx context.Context) error {
-							log.add(sp.Name)
+							plog.add(sp.Name)
 							time.Sleep(tc.took) // the endpoint's (fake) response time
 							return nil
 						}), nil
@@ -111,7 +111,7 @@ func TestSchedulerIntervalAfterCompletion(t *testing.T) {
 				s.Start(context.Background())
 				defer s.Stop()
 				advance(30*time.Second + time.Millisecond)
-				got := log.get("a")
+				got := plog.get("a")
 				if len(got) < len(tc.want) {
 					t.Fatalf("probe starts %v; want them to begin %v", got, tc.want)
 				}
@@ -257,11 +257,11 @@ func TestSchedulerThresholds(t *testing.T) {
 
 func TestSchedulerReload(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		log := newProbeLog()
+		plog := newProbeLog()
 		s := &Scheduler{
 			Jitter: func(time.Duration) time.Duration { return 0 },
 			NewChecker: func(sp *Spec) (Checker, error) {
-				return CheckFunc(func(context.Context) error { log.add("probe"); return errFail }), nil
+				return CheckFunc(func(context.Context) error { plog.add("probe"); return errFail }), nil
 			},
 		}
 		old := testSpec("a", 10*time.Second, 1, 1)
@@ -285,7 +285,7 @@ func TestSchedulerReload(t *testing.T) {
 		s.Acquire([]*Spec{same, added})
 		s.Release([]*Spec{old})
 		advance(time.Millisecond)
-		if n := len(log.get("probe")); n != 2 {
+		if n := len(plog.get("probe")); n != 2 {
 			t.Errorf("%d probes right after reload; want the kept check's 1 and the added one's 1", n)
 		}
 		in, ok := s.Info(fp)
@@ -293,11 +293,11 @@ func TestSchedulerReload(t *testing.T) {
 			t.Errorf("kept check after reload: %+v; want its state and count carried over, under its new name", in)
 		}
 		advance(6*time.Second - 2*time.Millisecond) // t = 10s - 1ms: no extra probe yet
-		if n := len(log.get("probe")); n != 2 {
+		if n := len(plog.get("probe")); n != 2 {
 			t.Errorf("%d probes before the kept check's interval ends; want 2", n)
 		}
 		advance(2 * time.Millisecond)
-		if n := len(log.get("probe")); n != 3 {
+		if n := len(plog.get("probe")); n != 3 {
 			t.Errorf("%d probes at t=10s; want the kept check's schedule to continue", n)
 		}
 
@@ -308,9 +308,9 @@ func TestSchedulerReload(t *testing.T) {
 		if st := s.Snapshot().Status(fp); st.Seen {
 			t.Errorf("released check still published: %+v", st)
 		}
-		before := len(log.get("probe"))
+		before := len(plog.get("probe"))
 		advance(time.Minute)
-		if n := len(log.get("probe")); n != before {
+		if n := len(plog.get("probe")); n != before {
 			t.Errorf("%d probes after release; want none", n-before)
 		}
 	})

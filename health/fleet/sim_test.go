@@ -42,8 +42,14 @@ func TestSimulation20x1000(t *testing.T) {
 	base, start := n.bytes.Load(), time.Now()
 	probe()
 	converged := func() bool {
+		t0 := time.Now()
 		probe() // every poll is a probe round, as the schedulers would run
+		t.Logf("probe %s", time.Since(t0))
+		defer func() { t.Logf("poll %s", time.Since(t0)) }()
 		for i, m := range ms {
+			if v := m.View(fps[checks-1]); v.Total != members {
+				t.Logf("%s: %+v", m.Name(), v.Total)
+			}
 			for j, fp := range fps {
 				want := !Healthy(j%21, members, DefaultQuorum)
 				if m.Status(fp, status(down(i, j))).Down != want {
