@@ -103,6 +103,7 @@ type peer struct {
 	epoch    uint64
 	seq      uint64 // highest sequence seen
 	beat     uint64 // sentAt of the newest beat
+	beatSeq  uint64 // its sequence
 	heard    time.Time
 	fresh    bool // as last evaluated, to notice changes
 	digest   uint64
@@ -476,16 +477,18 @@ func (f *Fleet) handle(b []byte, relay bool) {
 		if r.err != nil || h.sentAt <= p.beat {
 			break
 		}
-		p.beat, p.heard = h.sentAt, now
+		settled := h.seq == p.beatSeq // nothing changed there since its last beat
+		p.beat, p.beatSeq, p.heard = h.sentAt, h.seq, now
 		p.seq = max(p.seq, h.seq)
 		if relay {
 			out = &bcast{key: h.name, msg: slices.Clone(b)}
 		}
-		// A beat can overtake the changes queued before it: pull only when two
-		// beats in a row disagree with what this member holds.
+		// A beat can overtake the changes queued before it, and a member starting
+		// many checks changes with every beat: pull its full report set when its
+		// digest still differs from ours once it has settled (or after 8 beats).
 		if digest == p.digest {
 			p.mismatch = 0
-		} else if p.mismatch++; p.mismatch >= 2 && now.Sub(p.pulled) >= 2*f.cfg.Beat {
+		} else if p.mismatch++; (settled && p.mismatch >= 2 || p.mismatch >= 8) && now.Sub(p.pulled) >= 2*f.cfg.Beat {
 			p.pulled, p.mismatch = now, 0
 			defer f.send(h.name, f.pullMsg)
 		}
