@@ -284,8 +284,11 @@ func (s *Scheduler) run(ctx context.Context, e *entry) {
 		checker = CheckFunc(func(context.Context) error { return err })
 	}
 	interval := spec.Interval
-	if interval < MinInterval {
+	switch {
+	case interval <= 0:
 		interval = DefaultInterval
+	case interval < MinInterval:
+		interval = MinInterval // parse refuses less; a hand-built spec must not spin
 	}
 	t := time.NewTimer(s.jitter(interval))
 	defer t.Stop()
