@@ -100,7 +100,7 @@ func TestEndToEndClientAware(t *testing.T) {
 	srv := coretest.Start(t, corefile, port, "www.example.org")
 	tests := []struct {
 		name, qname, ecs, want string
-		wantScope             int // -1: no ECS echoed
+		wantScope              int // -1: no ECS echoed
 	}{
 		{"geolocation: subdivision of the GeoIP address", "geo.example.org.", "81.2.69.142/32", "192.0.2.1", 32},
 		{"geolocation: address unknown to GeoIP -> default", "geo.example.org.", "198.51.100.7/32", "192.0.2.9", 32},

@@ -372,8 +372,24 @@ func parseCheck(c *caddy.Controller, cfg *Config) (*health.Spec, []childRef, err
 	if typ == health.Prometheus && s.Query == "" {
 		return nil, nil, c.Errf("check %s: prometheus needs a query", name)
 	}
-	if (s.Match != "" || s.Status != [2]int{}) && typ != health.HTTP && typ != health.HTTPS {
-		return nil, nil, c.Errf("check %s: match and status apply to http and https checks only", name)
+	for _, only := range []struct {
+		set   bool
+		what  string
+		types []health.Type
+	}{
+		{s.Match != "" || s.Status != [2]int{}, "match and status apply to", []health.Type{health.HTTP, health.HTTPS}},
+		{s.Host != "", "host applies to", []health.Type{health.HTTP, health.HTTPS, health.WebSocket}},
+		{s.Send != "" || s.Expect != "", "send and expect apply to", []health.Type{health.WebSocket}},
+		{s.Service != "" || s.TLS, "service and tls apply to", []health.Type{health.GRPC}},
+		{s.Query != "" || s.NoData != health.LastKnown, "query and insufficient_data apply to", []health.Type{health.Prometheus}},
+	} {
+		if only.set && !slices.Contains(only.types, typ) {
+			names := make([]string, len(only.types))
+			for i, t := range only.types {
+				names[i] = t.String()
+			}
+			return nil, nil, c.Errf("check %s: %s %s checks only, not %s", name, only.what, strings.Join(names, " and "), typ)
+		}
 	}
 	if typ == health.Calculated && s.Threshold > len(kids) {
 		log.Warningf("check %s: threshold %d is more than its %d children: always unhealthy", name, s.Threshold, len(kids))
