@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"net/netip"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -146,8 +146,8 @@ func parseAPI(c *caddy.Controller) (*APIConfig, error) {
 	if len(args) != 1 {
 		return nil, c.ArgErr()
 	}
-	if _, err := netip.ParseAddrPort(args[0]); err != nil {
-		return nil, c.Errf("api: invalid address '%s', expected IP:PORT such as 127.0.0.1:8053", args[0])
+	if _, port, err := net.SplitHostPort(args[0]); err != nil || port == "" {
+		return nil, c.Errf("api: invalid address '%s', expected HOST:PORT such as 127.0.0.1:8053", args[0])
 	}
 	a := &APIConfig{Addr: args[0]}
 	err := block(c, func(key string, v []string) error {
@@ -400,11 +400,11 @@ func parseCheck(c *caddy.Controller, cfg *Config) (*health.Spec, []childRef, err
 // checkTarget validates a check's target for its type and returns it normalized.
 func checkTarget(typ health.Type, t string) (string, error) {
 	if typ == health.TCP {
-		ap, err := netip.ParseAddrPort(t)
-		if err != nil {
-			return "", fmt.Errorf("expected ADDRESS:PORT")
+		host, port, err := net.SplitHostPort(t)
+		if n, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || n < 1 || n > 65535 {
+			return "", fmt.Errorf("expected ADDRESS:PORT (port 1-65535)")
 		}
-		return ap.String(), nil
+		return t, nil
 	}
 	schemes := map[health.Type][]string{
 		health.HTTP: {"http"}, health.HTTPS: {"https"}, health.WebSocket: {"ws", "wss"},
