@@ -465,7 +465,24 @@ func (r *Resolver) NeedsLocation() bool { return r.plan.needsLoc }
 func (r *Resolver) Publish(snap *health.Snapshot) {
 	r.pubMu.Lock()
 	defer r.pubMu.Unlock()
+	if prev := r.table.Load(); prev != nil && !routingChanged(prev.snap, snap) {
+		// Only first results or timestamps moved (e.g. thousands of checks reporting
+		// for the first time at startup): routing is the same, so keep the compiled
+		// state and only take the new snapshot, which Ready reads.
+		r.table.Store(&table{plan: prev.plan, snap: snap, over: prev.over, st: prev.st})
+		return
+	}
 	r.publishLocked(snap)
+}
+
+// routingChanged reports whether any check's probed state differs between two
+// snapshots; Seen and Since do not affect answers.
+func routingChanged(prev, next *health.Snapshot) bool {
+	changed := false
+	next.Diff(prev, func(fp string) {
+		changed = changed || prev.Status(fp).Down != next.Status(fp).Down
+	})
+	return changed
 }
 
 // SetOverrides replaces the operator overrides (check name -> forced status) and

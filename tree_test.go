@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/miekg/dns"
+
+	"github.com/healthroute/healthroute/health"
 )
 
 const checks = `
@@ -388,5 +390,23 @@ func BenchmarkResolve(b *testing.B) {
 		if len(r.Resolve(q).RRs) != 1 {
 			b.Fatal("no answer")
 		}
+	}
+}
+
+// TestPublishSkipsUnchangedRouting: a snapshot that only adds first results keeps the
+// compiled state; one that flips a check recompiles.
+func TestPublishSkipsUnchangedRouting(t *testing.T) {
+	r, cfg := testResolver(t, treeBlock)
+	fp := cfg.Checks["c1"].Fingerprint()
+	r.Publish(health.NewSnapshot(1, map[string]health.Status{fp: {}}))
+	before := r.table.Load()
+	r.Publish(health.NewSnapshot(2, map[string]health.Status{fp: {Seen: true}}))
+	after := r.table.Load()
+	if &after.st[0] != &before.st[0] || after.snap.Gen != 2 {
+		t.Error("a first result alone recompiled the table, or the new snapshot was not taken")
+	}
+	r.Publish(health.NewSnapshot(3, map[string]health.Status{fp: {Seen: true, Down: true}}))
+	if got := r.table.Load(); &got.st[0] == &after.st[0] || got.st[got.plan.names["east.example.org."].a.id].ok[0] {
+		t.Error("a failed check did not recompile the table")
 	}
 }
