@@ -36,9 +36,12 @@ const (
 	DefaultMaxBackoff = 30 * time.Second
 )
 
+// senders is how many full report sets (pulls and their answers) go out at once.
+const senders = 4
+
 // maxDeltas bounds the change messages a member queues per beat; past it, peers
 // notice the digest mismatch in the next beat and pull the full report set.
-const maxDeltas = 512
+const maxDeltas = 64
 
 // ErrNoKey is returned by New for a fleet with neither a key nor Insecure.
 var ErrNoKey = errors.New("fleet: gossip needs a key (key_file) unless insecure is set")
@@ -215,10 +218,12 @@ func (f *Fleet) Start() error {
 	f.ml.Store(ml)
 	ctx, cancel := context.WithCancel(context.Background())
 	f.cancel = cancel
-	f.wg.Add(3)
+	f.wg.Add(2 + senders)
 	go func() { defer f.wg.Done(); f.loop(ctx) }()
-	go func() { defer f.wg.Done(); f.sender(ctx) }()
 	go func() { defer f.wg.Done(); f.joinLoop(ctx) }()
+	for range senders {
+		go func() { defer f.wg.Done(); f.sender(ctx) }()
+	}
 	return nil
 }
 
@@ -280,10 +285,11 @@ func (f *Fleet) Local(fp string, st health.Status) {
 	r.observed = now
 	var b *bcast
 	if flags := flagsOf(st.Down); r.seq == 0 || r.flags != flags {
-		// A first report is not announced: a change message reaches every member
-		// through every other, while one full report set per peer (pulled when
-		// the next beats' digest differs) carries thousands of new checks for less.
-		b = f.setOwnLocked(id, r, flags, now, r.seq != 0)
+		// Only a flip of an existing report is announced: a change message reaches
+		// every member through every other, while one full report set per peer
+		// (pulled when the beats' digest differs) carries thousands of new or
+		// stale-again reports for less.
+		b = f.setOwnLocked(id, r, flags, now, r.seq != 0 && (r.flags^flags)&flagDown != 0)
 	}
 	f.mu.Unlock()
 	f.broadcast(b)
@@ -662,7 +668,7 @@ func (f *Fleet) tick() (changed bool) {
 		age := now.Sub(r.observed)
 		switch {
 		case r.flags&flagStale == 0 && age > max(f.cfg.Stale, 3*r.gap):
-			outs = append(outs, f.setOwnLocked(id, r, r.flags|flagStale, now, true))
+			f.setOwnLocked(id, r, r.flags|flagStale, now, false)
 			changed = true
 		case r.flags&flagStale != 0 && age > forget:
 			delete(f.own, id)

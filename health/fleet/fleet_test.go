@@ -183,13 +183,7 @@ func cluster(t *testing.T, n *netsim, size int, tmpl member) []*Fleet {
 		}
 		ms = append(ms, start(t, n, m))
 	}
-	t0 := time.Now()
-	t.Logf("started %d", size)
-	defer func() { t.Logf("formed in %s", time.Since(t0)) }()
 	waitFor(t, 20*time.Second, "every member sees the whole fleet", func() bool {
-		if time.Since(t0) > 19*time.Second {
-			dumpMembers(t, ms)
-		}
 		for _, m := range ms {
 			if len(m.Members()) != size {
 				return false
