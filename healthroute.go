@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coredns/coredns/plugin"
@@ -23,12 +24,13 @@ import (
 type HealthRoute struct {
 	Next plugin.Handler
 
-	cfg      *Config
-	resolver *Resolver
-	reg      *registry
-	stop     func()   // ends the snapshot subscription
-	unwatch  func()   // stops the latency_table watcher
-	counters sync.Map // server -> *queryCounters
+	cfg            *Config
+	resolver       *Resolver
+	reg            *registry
+	stop           func()                        // ends the snapshot subscription
+	unwatch        func()                        // stops the latency_table watcher
+	serverCounters sync.Map                      // server -> *queryCounters
+	lastCounters   atomic.Pointer[queryCounters] // the last server's, for the common one-server case
 }
 
 // latencyTablePeriod is how often the latency_table file is checked for changes.
@@ -128,9 +130,11 @@ func location(ctx context.Context) Location {
 		Continent:    strings.ToUpper(get("geoip/continent/code")),
 		Subdivisions: strings.ToUpper(get("geoip/subdivisions/code")),
 	}
-	lat, err1 := strconv.ParseFloat(get("geoip/latitude"), 64)
-	lon, err2 := strconv.ParseFloat(get("geoip/longitude"), 64)
-	l.Lat, l.Lon, l.HasCoords = lat, lon, err1 == nil && err2 == nil
+	if la, lo := get("geoip/latitude"), get("geoip/longitude"); la != "" && lo != "" {
+		lat, err1 := strconv.ParseFloat(la, 64)
+		lon, err2 := strconv.ParseFloat(lo, 64)
+		l.Lat, l.Lon, l.HasCoords = lat, lon, err1 == nil && err2 == nil
+	}
 	return l
 }
 
@@ -138,11 +142,15 @@ func location(ctx context.Context) Location {
 // source prefix and address, with the scope the answer depended on.
 func echoECS(m, r *dns.Msg, ecs *dns.EDNS0_SUBNET, scope uint8) {
 	o := r.IsEdns0()
-	m.SetEdns0(o.UDPSize(), o.Do())
-	m.IsEdns0().Option = append(m.IsEdns0().Option, &dns.EDNS0_SUBNET{
+	opt := &dns.OPT{Hdr: dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT}, Option: []dns.EDNS0{&dns.EDNS0_SUBNET{
 		Code: dns.EDNS0SUBNET, Family: ecs.Family, SourceNetmask: ecs.SourceNetmask,
 		SourceScope: scope, Address: ecs.Address,
-	})
+	}}}
+	opt.SetUDPSize(o.UDPSize())
+	if o.Do() {
+		opt.SetDo()
+	}
+	m.Extra = append(m.Extra, opt)
 }
 
 // Ready implements ready.Readiness: true once every enabled check of this block has

@@ -3,7 +3,7 @@ package healthroute
 import (
 	"context"
 	"errors"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coredns/coredns/plugin"
@@ -87,12 +87,43 @@ func (c countingChecker) Check(ctx context.Context) error {
 	return c.Checker.Check(ctx)
 }
 
-// queryCounters caches the curried query-path counters of one server, so a query
-// costs a pointer-keyed map load, not a label hash.
+// queryCounters caches the curried query-path counters of one server, in slices
+// indexed by the ordinals the plan gave members and record sets, so a query costs
+// two slice indexes and atomic loads, not a label hash. A series is created the
+// first time it is counted.
 type queryCounters struct {
 	server  string
-	answers sync.Map // *Member or *RecordSet (multivalue) -> prometheus.Counter
-	resort  sync.Map // *RecordSet -> prometheus.Counter
+	answers []atomic.Pointer[prometheus.Counter] // by Member.idx
+	sets    []atomic.Pointer[prometheus.Counter] // by RecordSet.idx: multivalue answers
+	resort  []atomic.Pointer[prometheus.Counter] // by RecordSet.idx: last-resort answers
+}
+
+// counters returns the counters of server, creating them on its first query.
+func (h *HealthRoute) counters(server string) *queryCounters {
+	if qc := h.lastCounters.Load(); qc != nil && qc.server == server {
+		return qc // nearly every block serves one server
+	}
+	v, ok := h.serverCounters.Load(server)
+	if !ok {
+		sets := len(h.cfg.Records)
+		v, _ = h.serverCounters.LoadOrStore(server, &queryCounters{server: server,
+			answers: make([]atomic.Pointer[prometheus.Counter], h.cfg.members),
+			sets:    make([]atomic.Pointer[prometheus.Counter], sets),
+			resort:  make([]atomic.Pointer[prometheus.Counter], sets)})
+	}
+	qc := v.(*queryCounters)
+	h.lastCounters.Store(qc)
+	return qc
+}
+
+// load returns the counter in slot, creating it with vec and labels the first time.
+func load(slot *atomic.Pointer[prometheus.Counter], vec *prometheus.CounterVec, labels ...string) prometheus.Counter {
+	if c := slot.Load(); c != nil {
+		return *c
+	}
+	c := vec.WithLabelValues(labels...)
+	slot.CompareAndSwap(nil, &c)
+	return *slot.Load()
 }
 
 // count records one answer's metrics.
@@ -100,28 +131,19 @@ func (h *HealthRoute) count(server string, ans *Answer) {
 	if ans.leafSet == nil && ans.resortSet == nil {
 		return
 	}
-	v, ok := h.counters.Load(server)
-	if !ok {
-		v, _ = h.counters.LoadOrStore(server, &queryCounters{server: server})
-	}
-	qc := v.(*queryCounters)
+	qc := h.counters(server)
 	if set := ans.leafSet; set != nil {
-		var key any = set
-		member := "multivalue"
-		if ans.leaf != nil {
-			key, member = ans.leaf, ans.leaf.ID
+		if m := ans.leaf; m != nil {
+			if c := qc.answers[m.idx].Load(); c != nil { // the common case, without the variadic call
+				(*c).Inc()
+			} else {
+				load(&qc.answers[m.idx], answersTotal, server, ans.Zone, set.Name, m.ID).Inc()
+			}
+		} else {
+			load(&qc.sets[set.idx], answersTotal, server, ans.Zone, set.Name, "multivalue").Inc()
 		}
-		c, ok := qc.answers.Load(key)
-		if !ok {
-			c, _ = qc.answers.LoadOrStore(key, answersTotal.WithLabelValues(server, ans.Zone, set.Name, member))
-		}
-		c.(prometheus.Counter).Inc()
 	}
 	if set := ans.resortSet; set != nil {
-		c, ok := qc.resort.Load(set)
-		if !ok {
-			c, _ = qc.resort.LoadOrStore(set, lastResortTotal.WithLabelValues(server, ans.Zone, set.Name))
-		}
-		c.(prometheus.Counter).Inc()
+		load(&qc.resort[set.idx], lastResortTotal, server, ans.Zone, set.Name).Inc()
 	}
 }

@@ -337,7 +337,12 @@ func defaultID(m *Member) string {
 // identifiers, per-group membership rules and type clashes.
 func validate(cfg *Config) error {
 	sets := map[string]*RecordSet{}
-	for _, rs := range cfg.Records {
+	cfg.members = 0
+	for i, rs := range cfg.Records {
+		rs.idx = i
+		for _, m := range rs.Members {
+			m.idx, cfg.members = cfg.members, cfg.members+1
+		}
 		if prev, dup := sets[rs.Name]; dup {
 			return rs.pos.errorf("record %s: defined twice (first at line %d); put every member in one block", rs.Name, prev.pos.line)
 		}

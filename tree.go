@@ -197,8 +197,13 @@ func (p *plan) build(owner string, rs *RecordSet, qtype uint16, sets map[string]
 		memo[key] = nil
 		return nil
 	}
-	if rs.Policy == Latency || rs.Policy == Geolocation || rs.Policy == Geoproximity {
+	switch rs.Policy {
+	case Geolocation, Geoproximity:
 		p.needsLoc = true
+	case Latency: // the client's coordinates matter only if a region has some
+		for _, mn := range n.members {
+			p.needsLoc = p.needsLoc || p.hasCoords[mn.region]
+		}
 	}
 	n.id = len(p.nodes)
 	p.nodes = append(p.nodes, n)
