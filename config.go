@@ -79,8 +79,7 @@ type Config struct {
 	Checks       map[string]*health.Spec // by name
 	Records      []*RecordSet            // in Corefile order
 	MaxInFlight  int
-
-	members int // how many members Records hold; Member.idx counts up to it
+	Fleet        *fleetConfig // nil: this instance judges alone
 }
 
 // APIConfig is the `api ADDRESS [{ token_file FILE }]` property.
@@ -101,7 +100,6 @@ type RecordSet struct {
 	Policy  Policy
 	Members []*Member
 	pos     pos
-	idx     int // ordinal in Config.Records, for metrics
 }
 
 // Member is one line of a record block: the policy key, the target and the options.
@@ -114,7 +112,6 @@ type Member struct {
 	ID     string       // set identifier
 
 	checkName string // as written; resolved to Check by validate
-	idx       int    // ordinal among every member of the Config, for metrics
 
 	Weight uint8  // weighted
 	Region string // latency; geoproximity when it names a region

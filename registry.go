@@ -5,19 +5,22 @@ import (
 	"sync"
 
 	"github.com/healthroute/healthroute/health"
+	"github.com/healthroute/healthroute/health/fleet"
 )
 
 type healthSpec = health.Spec
 
 // registry is the process-wide state shared by every healthroute block and carried
-// across reloads: the scheduler, whose checks are keyed by fingerprint. Blocks
-// acquire it in OnStartup and release it in OnShutdown; the last release stops the
-// scheduler and waits for its goroutines.
+// across reloads: the scheduler, whose checks are keyed by fingerprint, and the fleet
+// member when a block configures one. Blocks acquire it in OnStartup and release it
+// in OnShutdown; the last release stops the scheduler, leaves the fleet and waits for
+// their goroutines.
 type registry struct {
 	mu    sync.Mutex
 	refs  int
 	sched *health.Scheduler
-	op    operator // blocks, overrides and API listeners (operator.go)
+	op    operator     // blocks, overrides and API listeners (operator.go)
+	fl    *fleet.Fleet // nil without a fleet
 }
 
 // shared is the registry of the running process. Tests build their own.
@@ -27,11 +30,17 @@ func (r *registry) acquire(cfg *Config) *health.Scheduler {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.refs == 0 {
+		agent := health.UserAgent("")
 		r.sched = &health.Scheduler{MaxInFlight: cfg.MaxInFlight, Observer: probeObserver{},
 			NewChecker: func(s *health.Spec) (health.Checker, error) {
-				c, err := health.NewChecker(s, health.UserAgent(""))
+				c, err := health.NewChecker(s, agent)
 				return countingChecker{c}, err
 			}}
+		if cfg.Fleet != nil {
+			if r.fl = startFleet(cfg.Fleet, r.sched); r.fl != nil {
+				agent = health.UserAgent(r.fl.Name()) // probes say which checker sent them
+			}
+		}
 		r.sched.Start(context.Background())
 	}
 	r.refs++
@@ -44,11 +53,38 @@ func (r *registry) scheduler() *health.Scheduler {
 	return r.sched
 }
 
+// startFleet joins the fleet and makes sched decide by its quorum; when the fleet
+// cannot start (its address is taken), the instance judges alone and says so.
+func startFleet(fc *fleet.Config, sched *health.Scheduler) *fleet.Fleet {
+	f, err := fleet.New(*fc)
+	if err == nil {
+		f.OnChange = sched.Republish
+		err = f.Start()
+	}
+	if err != nil {
+		log.Errorf("fleet: %v: judging health from this instance's probes alone", err)
+		return nil
+	}
+	sched.Aggregator = f
+	return f
+}
+
+// fleet returns the running fleet member, nil without one: for the status page.
+func (r *registry) fleet() *fleet.Fleet {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.fl
+}
+
 func (r *registry) release() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.refs--; r.refs == 0 {
 		r.sched.Stop()
 		r.sched = nil
+		if r.fl != nil {
+			r.fl.Stop() // leaves, so the others drop this member at once
+			r.fl = nil
+		}
 	}
 }

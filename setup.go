@@ -92,6 +92,10 @@ func parse(c *caddy.Controller) (*Config, error) {
 				return nil, err
 			}
 			cfg.API = a
+		case "fleet":
+			if err := parseFleet(c, cfg); err != nil {
+				return nil, err
+			}
 		case "region":
 			r, err := parseRegion(c, c.RemainingArgs())
 			if err != nil {

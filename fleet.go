@@ -1,0 +1,125 @@
+package healthroute
+
+import (
+	"encoding/base64"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/coredns/caddy"
+	"github.com/coredns/coredns/core/dnsserver"
+
+	"github.com/healthroute/healthroute/health/fleet"
+)
+
+// fleetConfig lets config.go name the fleet's configuration without the import.
+type fleetConfig = fleet.Config
+
+// parseFleet reads `fleet { bind; join; name; key_file; quorum; insecure }` into
+// cfg.Fleet. It reads and checks the key file and starts nothing.
+func parseFleet(c *caddy.Controller, cfg *Config) error {
+	if cfg.Fleet != nil {
+		return c.Errf("fleet is defined twice")
+	}
+	if len(c.RemainingArgs()) != 0 {
+		return c.ArgErr()
+	}
+	here := pos{c.File(), c.Line()}
+	fc := &fleet.Config{Bind: netip.AddrPortFrom(netip.IPv4Unspecified(), fleet.DefaultPort), Quorum: fleet.DefaultQuorum}
+	keyFile := ""
+	err := block(c, func(key string, a []string) error {
+		one := func() (string, error) {
+			if len(a) != 1 {
+				return "", c.ArgErr()
+			}
+			return a[0], nil
+		}
+		switch key {
+		case "bind":
+			v, err := one()
+			if err != nil {
+				return err
+			}
+			ap, err := netip.ParseAddrPort(v)
+			if err != nil || ap.Port() == 0 {
+				return c.Errf("fleet: bind: invalid value '%s', expected ADDRESS:PORT", v)
+			}
+			fc.Bind = ap
+		case "join":
+			if len(a) == 0 {
+				return c.ArgErr()
+			}
+			for _, v := range a {
+				ap, err := netip.ParseAddrPort(v)
+				if err != nil || ap.Port() == 0 {
+					return c.Errf("fleet: join: invalid value '%s', expected ADDRESS:PORT", v)
+				}
+				fc.Join = append(fc.Join, ap)
+			}
+		case "name":
+			v, err := one()
+			if err != nil {
+				return err
+			}
+			if len(v) > 255 {
+				return c.Errf("fleet: name: invalid value '%s', expected at most 255 bytes", v)
+			}
+			fc.Name = v
+		case "key_file":
+			v, err := one()
+			if err != nil {
+				return err
+			}
+			if !filepath.IsAbs(v) {
+				v = filepath.Join(dnsserver.GetConfig(c).Root, v)
+			}
+			b, err := os.ReadFile(v)
+			if err != nil {
+				return c.Errf("fleet: key_file: cannot read '%s': %v", v, err)
+			}
+			k, err := base64.StdEncoding.DecodeString(strings.TrimSpace(string(b)))
+			if n := len(k); err != nil || n != 16 && n != 24 && n != 32 {
+				return c.Errf("fleet: key_file: invalid key in '%s', expected base64 of 16, 24 or 32 bytes (openssl rand -base64 32)", v)
+			}
+			fc.Key, keyFile = k, v
+		case "quorum":
+			v, err := one()
+			if err != nil {
+				return err
+			}
+			n, err := strconv.Atoi(strings.TrimSuffix(v, "%"))
+			if err != nil || !strings.HasSuffix(v, "%") || n < 0 || n > 99 {
+				return c.Errf("fleet: quorum: invalid value '%s', expected a percentage from 0%% to 99%%", v)
+			}
+			fc.Quorum = n
+		case "insecure":
+			if len(a) != 0 {
+				return c.ArgErr()
+			}
+			fc.Insecure = true
+		default:
+			return c.Errf("fleet: unknown property '%s'", key)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	switch {
+	case keyFile == "" && !fc.Insecure:
+		return here.errorf("fleet: key_file: missing, expected a key file, or insecure to gossip in the clear")
+	case keyFile != "" && fc.Insecure:
+		return here.errorf("fleet: insecure: conflicts with key_file '%s'", keyFile)
+	}
+	if fc.Name == "" {
+		h, err := os.Hostname()
+		if err != nil || h == "" {
+			return here.errorf("fleet: name: missing, and the host name is unknown (%v)", err)
+		}
+		fc.Name = h
+	}
+	cfg.Fleet = fc
+	return nil
+}

@@ -1,0 +1,131 @@
+package healthroute
+
+import (
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/coredns/caddy"
+)
+
+// keyFiles writes a good key (32 bytes, as `openssl rand -base64 32` prints) and a
+// bad one, and returns their paths.
+func keyFiles(t *testing.T) (good, bad string) {
+	t.Helper()
+	dir := t.TempDir()
+	good, bad = filepath.Join(dir, "gossip.key"), filepath.Join(dir, "bad.key")
+	if err := os.WriteFile(good, []byte("MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, []byte("c2hvcnQ=\n"), 0o600); err != nil { // "short"
+		t.Fatal(err)
+	}
+	return good, bad
+}
+
+func TestParseFleet(t *testing.T) {
+	good, _ := keyFiles(t)
+	input := `healthroute example.org {
+fleet {
+  bind 127.0.0.1:7946
+  join 127.0.0.2:7946 127.0.0.3:7946
+  name dns-a
+  key_file ` + good + `
+  quorum 25%
+}
+}`
+	cfg, err := parse(caddy.NewTestController("dns", input))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := cfg.Fleet
+	if f == nil {
+		t.Fatal("no fleet")
+	}
+	if f.Bind != netip.MustParseAddrPort("127.0.0.1:7946") || len(f.Join) != 2 || f.Join[1] != netip.MustParseAddrPort("127.0.0.3:7946") ||
+		f.Name != "dns-a" || string(f.Key) != "0123456789abcdef0123456789abcdef" || f.Quorum != 25 || f.Insecure {
+		t.Errorf("fleet config: %+v", f)
+	}
+
+	cfg, err = parse(caddy.NewTestController("dns", "healthroute example.org {\nfleet {\ninsecure\n}\n}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, _ := os.Hostname()
+	if f := cfg.Fleet; f.Quorum != 18 || !f.Insecure || f.Key != nil || f.Name != host || f.Bind.Port() != 7946 {
+		t.Errorf("defaults: %+v", f)
+	}
+
+	cfg, err = parse(caddy.NewTestController("dns", "healthroute example.org"))
+	if err != nil || cfg.Fleet != nil {
+		t.Errorf("without fleet: %+v, %v", cfg.Fleet, err)
+	}
+}
+
+func TestParseFleetErrors(t *testing.T) {
+	good, bad := keyFiles(t)
+	tests := []struct {
+		name  string
+		input string
+		line  int
+		want  string
+	}{
+		{"no key", "healthroute {\nfleet {\nbind 127.0.0.1:7946\n}\n}", 2, "fleet: key_file: missing, expected a key file, or insecure"},
+		{"key and insecure", "healthroute {\nfleet {\nkey_file " + good + "\ninsecure\n}\n}", 2, "fleet: insecure: conflicts with key_file"},
+		{"missing key file", "healthroute {\nfleet {\nkey_file /nonexistent/gossip.key\n}\n}", 3, "fleet: key_file: cannot read '/nonexistent/gossip.key'"},
+		{"short key", "healthroute {\nfleet {\nkey_file " + bad + "\n}\n}", 3, "fleet: key_file: invalid key in '" + bad + "', expected base64 of 16, 24 or 32 bytes"},
+		{"bad bind", "healthroute {\nfleet {\ninsecure\nbind localhost\n}\n}", 4, "fleet: bind: invalid value 'localhost', expected ADDRESS:PORT"},
+		{"bind port 0", "healthroute {\nfleet {\ninsecure\nbind 127.0.0.1:0\n}\n}", 4, "fleet: bind: invalid value '127.0.0.1:0'"},
+		{"bad join", "healthroute {\nfleet {\ninsecure\njoin 127.0.0.2:7946 127.0.0.3\n}\n}", 4, "fleet: join: invalid value '127.0.0.3', expected ADDRESS:PORT"},
+		{"join without address", "healthroute {\nfleet {\ninsecure\njoin\n}\n}", 4, "Wrong argument count"},
+		{"quorum without %", "healthroute {\nfleet {\ninsecure\nquorum 18\n}\n}", 4, "fleet: quorum: invalid value '18', expected a percentage from 0% to 99%"},
+		{"quorum 100%", "healthroute {\nfleet {\ninsecure\nquorum 100%\n}\n}", 4, "fleet: quorum: invalid value '100%'"},
+		{"name too long", "healthroute {\nfleet {\ninsecure\nname " + strings.Repeat("a", 256) + "\n}\n}", 4, "fleet: name: invalid value"},
+		{"insecure with argument", "healthroute {\nfleet {\ninsecure yes\n}\n}", 3, "Wrong argument count"},
+		{"unknown property", "healthroute {\nfleet {\ninsecure\ngossip fast\n}\n}", 4, "fleet: unknown property 'gossip'"},
+		{"arguments", "healthroute {\nfleet 127.0.0.1:7946 {\ninsecure\n}\n}", 2, "Wrong argument count"},
+		{"twice", "healthroute {\nfleet {\ninsecure\n}\nfleet {\ninsecure\n}\n}", 5, "fleet is defined twice"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := parse(caddy.NewTestController("dns", tc.input))
+			if err == nil {
+				t.Fatalf("no error, want %q", tc.want)
+			}
+			loc := "Testfile:" + itoa(tc.line) + " - Error during parsing"
+			if !strings.Contains(err.Error(), loc) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q, want %q at %q", err, tc.want, loc)
+			}
+		})
+	}
+}
+
+func TestRegistryFleet(t *testing.T) {
+	r := &registry{}
+	fc := &fleetConfig{Name: "dns-a", Bind: netip.MustParseAddrPort("127.0.0.1:0"), Insecure: true, Quorum: 18}
+	s := r.acquire(&Config{Fleet: fc})
+	f := r.fleet()
+	if f == nil || s.Aggregator != f || f.Name() != "dns-a" || len(f.Members()) != 1 {
+		t.Fatalf("fleet %v, aggregator %v", f, s.Aggregator)
+	}
+	if r.acquire(&Config{Fleet: fc}) != s || r.fleet() != f {
+		t.Fatal("a second block must share the scheduler and the fleet")
+	}
+	r.release()
+	r.release()
+	if r.fleet() != nil {
+		t.Fatal("the last release must stop the fleet")
+	}
+	// A fleet that cannot bind leaves the instance judging alone.
+	a := &registry{}
+	a.acquire(&Config{Fleet: fc})
+	defer a.release()
+	b := &registry{}
+	b.acquire(&Config{Fleet: &fleetConfig{Name: "dns-b", Bind: netip.MustParseAddrPort(a.fleet().Addr()), Insecure: true}})
+	defer b.release()
+	if b.fleet() != nil || b.scheduler().Aggregator != nil {
+		t.Error("a fleet on a taken address must not be used")
+	}
+}
