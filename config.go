@@ -80,6 +80,8 @@ type Config struct {
 	Records      []*RecordSet            // in Corefile order
 	MaxInFlight  int
 	Fleet        *fleetConfig // nil: this instance judges alone
+
+	members int // how many members Records hold; Member.idx counts up to it
 }
 
 // APIConfig is the `api ADDRESS [{ token_file FILE }]` property.
@@ -100,6 +102,7 @@ type RecordSet struct {
 	Policy  Policy
 	Members []*Member
 	pos     pos
+	idx     int // ordinal in Config.Records, for metrics
 }
 
 // Member is one line of a record block: the policy key, the target and the options.
@@ -112,6 +115,7 @@ type Member struct {
 	ID     string       // set identifier
 
 	checkName string // as written; resolved to Check by validate
+	idx       int    // ordinal among every member of the Config, for metrics
 
 	Weight uint8  // weighted
 	Region string // latency; geoproximity when it names a region
