@@ -58,7 +58,7 @@ func (r *registry) scheduler() *health.Scheduler {
 func startFleet(fc *fleet.Config, sched *health.Scheduler) *fleet.Fleet {
 	f, err := fleet.New(*fc)
 	if err == nil {
-		f.OnChange = sched.Republish
+		f.OnChange, f.OnChecks = sched.Republish, sched.RepublishChecks
 		err = f.Start()
 	}
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	stdlog "log"
+	"maps"
 	"math/rand/v2"
 	"net/netip"
 	"slices"
@@ -69,20 +70,25 @@ type Fleet struct {
 	// OnChange is called, from the fleet's goroutine, when reports from other members
 	// or their reachability changed, so decisions may have: Scheduler.Republish.
 	OnChange func()
+	// OnChecks, when set, is called instead of OnChange when only some checks'
+	// reports changed, with their fingerprints: Scheduler.RepublishChecks.
+	OnChecks func(fps []string)
 
 	cfg   Config
 	now   func() time.Time
 	epoch uint64
 
-	mu     sync.Mutex
-	seq    uint64                     // last sequence given to an own report
-	own    map[uint64]*ownReport      // this member's reports, by short id
-	digest uint64                     // of own, see mix
-	deltas int                        // change messages queued this beat
-	peers  map[string]*peer           // other members' reports, by name
-	alive  map[string]memberlist.Node // memberlist alive or suspect, self included; copies (memberlist mutates its own)
-	lost   map[string]lostMember      // failed (not left) members to reconnect to
-	last   map[string]*decision       // by fingerprint
+	mu       sync.Mutex
+	seq      uint64                     // last sequence given to an own report
+	own      map[uint64]*ownReport      // this member's reports, by short id
+	digest   uint64                     // of own, see mix
+	deltas   int                        // change messages queued this beat
+	peers    map[string]*peer           // other members' reports, by name
+	alive    map[string]memberlist.Node // memberlist alive or suspect, self included; copies (memberlist mutates its own)
+	lost     map[string]lostMember      // failed (not left) members to reconnect to
+	last     map[string]*decision       // by fingerprint
+	dirty    map[string]struct{}        // checks whose decision may have moved, for OnChecks
+	dirtyAll bool                       // every decision may have moved
 
 	ml      atomic.Pointer[memberlist.Memberlist]
 	addr    string // this member's gossip address, set by Start
@@ -164,7 +170,7 @@ func New(cfg Config) (*Fleet, error) {
 	f := &Fleet{
 		cfg: cfg, now: time.Now,
 		own: map[uint64]*ownReport{}, peers: map[string]*peer{}, alive: map[string]memberlist.Node{},
-		lost: map[string]lostMember{}, last: map[string]*decision{},
+		lost: map[string]lostMember{}, last: map[string]*decision{}, dirty: map[string]struct{}{},
 		kick: make(chan struct{}, 1), jobs: make(chan job, 64),
 	}
 	f.queue = &memberlist.TransmitLimitedQueue{NumNodes: f.numNodes, RetransmitMult: 3}
@@ -473,7 +479,10 @@ func (f *Fleet) handle(b []byte, relay bool) {
 		e := r.entry()
 		if r.err == nil && f.applyLocked(p, e, h.sentAt) {
 			reportsReceived.Inc()
-			changed = true
+			if own := f.own[e.id]; own != nil {
+				f.dirty[own.fp] = struct{}{} // only this check's decision may move
+				defer f.poke()
+			}
 			if relay {
 				out = &bcast{key: deltaKey(h.name, e.id), msg: slices.Clone(b)}
 			}
@@ -510,6 +519,9 @@ func (f *Fleet) handle(b []byte, relay bool) {
 	}
 	if fresh := f.freshLocked(h.name, p, now); fresh != p.fresh {
 		p.fresh, changed = fresh, true
+	}
+	if changed {
+		f.dirtyAll = true
 	}
 	f.mu.Unlock()
 	f.broadcast(out)
@@ -631,12 +643,11 @@ func (f *Fleet) loop(ctx context.Context) {
 	defer t.Stop()
 	settle := min(100*time.Millisecond, f.cfg.Beat/4)
 	for {
-		changed := false
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			changed = f.tick()
+			f.tick()
 		case <-f.kick:
 			// let a burst of reports land before deciding again
 			select {
@@ -648,17 +659,27 @@ func (f *Fleet) loop(ctx context.Context) {
 			case <-f.kick:
 			default:
 			}
-			changed = true
 		}
-		if changed && f.OnChange != nil {
+		f.mu.Lock()
+		all, dirty := f.dirtyAll, map[string]struct{}(nil)
+		if len(f.dirty) > 0 {
+			dirty, f.dirty = f.dirty, map[string]struct{}{}
+		}
+		f.dirtyAll = false
+		f.mu.Unlock()
+		switch {
+		case (all || f.OnChecks == nil && len(dirty) > 0) && f.OnChange != nil:
 			f.OnChange()
+		case len(dirty) > 0 && f.OnChecks != nil:
+			f.OnChecks(slices.Collect(maps.Keys(dirty)))
 		}
 	}
 }
 
 // tick sends a beat, marks own reports of checks no longer probed stale and notices
-// members falling silent. It reports whether decisions may have changed.
-func (f *Fleet) tick() (changed bool) {
+// members falling silent, marking every decision dirty when any of that happened.
+func (f *Fleet) tick() {
+	changed := false
 	now := f.now()
 	forget := 10 * f.cfg.Stale
 	var outs []*bcast
@@ -697,11 +718,11 @@ func (f *Fleet) tick() (changed bool) {
 	}
 	outs = append(outs, f.beatMsg(now))
 	membersAlive.Set(float64(len(f.alive)))
+	f.dirtyAll = f.dirtyAll || changed
 	f.mu.Unlock()
 	for _, b := range outs {
 		f.broadcast(b)
 	}
-	return changed
 }
 
 // joinLoop joins the configured members and reconnects to failed ones, with
@@ -807,6 +828,7 @@ func (e *events) up(n *memberlist.Node) {
 	f.alive[n.Name] = c
 	delete(f.lost, n.Name)
 	membersAlive.Set(float64(len(f.alive)))
+	f.dirtyAll = true
 	f.mu.Unlock()
 	f.poke()
 }
@@ -819,6 +841,7 @@ func (e *events) NotifyLeave(n *memberlist.Node) {
 		f.lost[n.Name] = lostMember{addr: n.Address(), since: f.now()}
 	}
 	membersAlive.Set(float64(len(f.alive)))
+	f.dirtyAll = true
 	f.mu.Unlock()
 	f.poke()
 }

@@ -135,6 +135,7 @@ type member struct {
 	join        []string
 	beat, stale time.Duration            // 0: 100ms, 1s
 	tune        func(*memberlist.Config) // nil: fast
+	onChecks    func([]string)
 }
 
 // start starts a member on loopback with test timers; it is stopped at cleanup.
@@ -164,6 +165,7 @@ func start(t *testing.T, n *netsim, m member) *Fleet {
 	if err != nil {
 		t.Fatal(err)
 	}
+	f.OnChecks = m.onChecks
 	if err := f.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -452,4 +454,37 @@ func TestStopLeavesNoGoroutine(t *testing.T) {
 	a.Local("fp", status(false))
 	a.Stop()
 	waitFor(t, 10*time.Second, "goroutines end after Stop", func() bool { return runtime.NumGoroutine() <= before })
+}
+
+func TestFlipRepublishesThatCheck(t *testing.T) {
+	var mu sync.Mutex
+	got := map[string]bool{}
+	a := start(t, nil, member{name: "a", key: testKey, onChecks: func(fps []string) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, fp := range fps {
+			got[fp] = true
+		}
+	}})
+	b := start(t, nil, member{name: "b", key: testKey, join: []string{a.Addr()}})
+	for _, m := range []*Fleet{a, b} {
+		m.Local("fp-1", status(false))
+		m.Local("fp-2", status(false))
+	}
+	waitFor(t, 20*time.Second, "a holds b's reports", func() bool {
+		a.Local("fp-1", status(false))
+		b.Local("fp-1", status(false))
+		return a.View("fp-1").Total == 2
+	})
+	b.Local("fp-1", status(true)) // a flip travels as a change message
+	waitFor(t, 20*time.Second, "a republishes fp-1 after b's flip", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return got["fp-1"] && a.View("fp-1").Healthy == 1
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if got["fp-2"] {
+		t.Error("fp-2 did not change but was republished")
+	}
 }
