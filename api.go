@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
@@ -18,6 +19,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/healthroute/healthroute/health"
+	"github.com/healthroute/healthroute/health/fleet"
 )
 
 // apiServer is the HTTP API of `api ADDRESS`: the status page, the JSON views,
@@ -75,29 +77,70 @@ func (s *apiServer) stop() {
 
 // CheckView is one check as the API shows it.
 type CheckView struct {
-	Name        string    `json:"name"`
-	Type        string    `json:"type"`
-	Target      string    `json:"target,omitempty"`
-	Children    []string  `json:"children,omitempty"`
-	Threshold   int       `json:"threshold,omitempty"`
-	Interval    string    `json:"interval,omitempty"`
-	Healthy     bool      `json:"healthy"`            // what routing uses now
-	Probed      *bool     `json:"probed_healthy"`     // the probes' verdict before invert/disabled (nil: not probed)
-	Override    *bool     `json:"override,omitempty"` // an operator's forced status
-	Invert      bool      `json:"invert,omitempty"`
-	Disabled    bool      `json:"disabled,omitempty"`
-	Seen        bool      `json:"seen"` // has a first result
-	LastError   string    `json:"last_error,omitempty"`
-	LastLatency float64   `json:"last_latency_ms,omitempty"`
-	LastProbe   time.Time `json:"last_probe,omitzero"`
-	LastChange  time.Time `json:"last_change,omitzero"`
-	Probes      uint64    `json:"probes"`
-	Failures    uint64    `json:"failures"`
+	Name        string     `json:"name"`
+	Type        string     `json:"type"`
+	Target      string     `json:"target,omitempty"`
+	Children    []string   `json:"children,omitempty"`
+	Threshold   int        `json:"threshold,omitempty"`
+	Interval    string     `json:"interval,omitempty"`
+	Healthy     bool       `json:"healthy"`            // what routing uses now
+	Probed      *bool      `json:"probed_healthy"`     // the probes' verdict before invert/disabled (nil: not probed)
+	Override    *bool      `json:"override,omitempty"` // an operator's forced status
+	Invert      bool       `json:"invert,omitempty"`
+	Disabled    bool       `json:"disabled,omitempty"`
+	Seen        bool       `json:"seen"` // has a first result
+	LastError   string     `json:"last_error,omitempty"`
+	LastLatency float64    `json:"last_latency_ms,omitempty"`
+	LastProbe   time.Time  `json:"last_probe,omitzero"`
+	LastChange  time.Time  `json:"last_change,omitzero"`
+	Probes      uint64     `json:"probes"`
+	Failures    uint64     `json:"failures"`
+	Fleet       *FleetView `json:"fleet,omitempty"` // with a fleet: every member's report and the quorum
+}
+
+// FleetView is a check's quorum arithmetic on this instance (ROUTE53.md 2.3).
+type FleetView struct {
+	Healthy  int           `json:"healthy"`        // counted reports that are healthy
+	Total    int           `json:"total"`          // counted reports: reachable members, fresh
+	Quorum   int           `json:"quorum_percent"` // healthy when 100*healthy > quorum*total
+	Kept     bool          `json:"kept"`           // nothing counted: the last status is kept
+	Decision string        `json:"decision"`       // the arithmetic in words
+	Members  []FleetMember `json:"members"`
+}
+
+// FleetMember is one member's latest report of a check.
+type FleetMember struct {
+	Member    string    `json:"member"`
+	Self      bool      `json:"self,omitempty"`
+	Reachable bool      `json:"reachable"`
+	Counted   bool      `json:"counted"`
+	Down      bool      `json:"down"`
+	Seq       uint64    `json:"seq"`
+	Observed  time.Time `json:"observed,omitzero"`
+	Heard     time.Time `json:"heard,omitzero"`
+}
+
+// fleetView converts the fleet's view of fp.
+func fleetView(v fleet.View) *FleetView {
+	fv := &FleetView{Healthy: v.Healthy, Total: v.Total, Quorum: v.Quorum, Kept: v.Kept, Members: []FleetMember{}}
+	switch {
+	case v.Kept:
+		fv.Decision = "no reachable member has a fresh report: the last status is kept"
+	case 100*v.Healthy > v.Quorum*v.Total:
+		fv.Decision = fmt.Sprintf("%d of %d reachable checkers healthy, more than %d%%: healthy", v.Healthy, v.Total, v.Quorum)
+	default:
+		fv.Decision = fmt.Sprintf("%d of %d reachable checkers healthy, not more than %d%%: unhealthy", v.Healthy, v.Total, v.Quorum)
+	}
+	for _, r := range v.Reports {
+		fv.Members = append(fv.Members, FleetMember{Member: r.Member, Self: r.Self, Reachable: r.Reachable,
+			Counted: r.Counted, Down: r.Down, Seq: r.Seq, Observed: r.Observed, Heard: r.Heard})
+	}
+	return fv
 }
 
 // checks returns every check of the running blocks, by name (first block wins).
 func (s *apiServer) checks() []CheckView {
-	sched := s.reg.scheduler()
+	sched, fl := s.reg.scheduler(), s.reg.fleet()
 	over := s.reg.op.Overrides()
 	seen := map[string]bool{}
 	var out []CheckView
@@ -124,6 +167,9 @@ func (s *apiServer) checks() []CheckView {
 			if spec.Probed() {
 				ok := !t.snap.Status(spec.Fingerprint()).Down
 				v.Probed = &ok
+				if fl != nil {
+					v.Fleet = fleetView(fl.View(spec.Fingerprint()))
+				}
 				if sched != nil {
 					if in, found := sched.Info(spec.Fingerprint()); found {
 						v.LastError, v.LastProbe, v.LastChange = in.LastErr, in.LastProbe, in.LastChange

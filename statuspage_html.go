@@ -163,7 +163,7 @@ The same data as JSON: <a href="/v1/records">records</a>, <a href="/v1/checks">c
 {{- range .Checks}}
 <tr id="check-{{.Name}}" class="check is-{{.Badge.Class}}" data-health="{{.Badge.Text}}" role="row">
 <th scope="row" role="rowheader">{{.Name}}</th>
-<td role="cell" data-label="Health"><span class="badge {{.Badge.Class}}">{{.Badge.Text}}</span>{{if .Override}} <span class="badge over">override</span>{{end}}{{range .Notes}}<span class="notes">{{.}}</span>{{end}}</td>
+<td role="cell" data-label="Health"><span class="badge {{.Badge.Class}}">{{.Badge.Text}}</span>{{if .Override}} <span class="badge over">override</span>{{end}}{{range .Notes}}<span class="notes">{{.}}</span>{{end}}{{with .Fleet}}<span class="notes">fleet: {{.Decision}} ({{range $i, $m := .Members}}{{if $i}}, {{end}}{{$m.Member}}: {{if not $m.Counted}}not counted{{else if $m.Down}}down{{else}}up{{end}}{{end}})</span>{{end}}</td>
 <td role="cell" data-label="Type, target">{{.Type}} {{if .Target}}<code>{{.Target}}</code>{{end}}{{if .Children}}of {{range $i, $c := .Children}}{{if $i}}, {{end}}<a href="#check-{{$c}}">{{$c}}</a>{{end}} (threshold {{.Threshold}}){{end}}{{with .Interval}}<span class="notes">every {{.}}</span>{{end}}</td>
 <td role="cell" data-label="Last change">{{if .LastChange.IsZero}}<span class="muted">never</span>{{else}}<time datetime="{{iso .LastChange}}">{{utc .LastChange}}</time><span class="notes">{{ago $.Now .LastChange}}</span>{{end}}</td>
 <td role="cell" data-label="Last error">{{with .LastError}}<span class="err">{{.}}</span>{{else}}<span class="muted">none</span>{{end}}</td>
