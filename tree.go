@@ -283,10 +283,20 @@ type table struct {
 	st   []nodeState
 }
 
-// healthy is a check's status in t: an operator's override, else the snapshot's.
+// healthy is a check's status in t: an operator's override, else the snapshot's. A
+// calculated check counts its children here, so an override of a child counts too.
 func (t *table) healthy(s *health.Spec) bool {
 	if v, ok := t.over[s.Name]; ok {
 		return v
+	}
+	if s.Type == health.Calculated && !s.Disabled && len(t.over) > 0 {
+		n := 0
+		for _, c := range s.Children {
+			if t.healthy(c) {
+				n++
+			}
+		}
+		return (n >= s.Threshold) != s.Invert
 	}
 	return t.snap.Healthy(s)
 }

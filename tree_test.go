@@ -410,3 +410,41 @@ func TestPublishSkipsUnchangedRouting(t *testing.T) {
 		t.Error("a failed check did not recompile the table")
 	}
 }
+
+// TestOverrides: an operator override forces a check either way, reaches calculated
+// parents, and "none" hands the check back to its probes.
+func TestOverrides(t *testing.T) {
+	r, cfg := testResolver(t, `healthroute {`+checks+`
+		check both calculated c1 c2
+		record f.example.org. failover {
+			primary A 192.0.2.1 check c1
+			secondary A 198.51.100.1
+		}
+		record g.example.org. failover {
+			primary A 192.0.2.2 check both
+			secondary A 198.51.100.2
+		}
+	}`)
+	r.Publish(snapshot(cfg))
+	steps := []struct {
+		over   map[string]bool
+		f, g   string
+		reason string
+	}{
+		{nil, "192.0.2.1", "192.0.2.2", "all healthy"},
+		{map[string]bool{"c1": false}, "198.51.100.1", "198.51.100.2", "c1 forced down, and with it the calculated parent"},
+		{map[string]bool{"both": true, "c1": false}, "198.51.100.1", "192.0.2.2", "the parent forced up"},
+		{nil, "192.0.2.1", "192.0.2.2", "overrides removed"},
+	}
+	for _, st := range steps {
+		r.SetOverrides(st.over)
+		if f, g := values(r, "f.example.org.", dns.TypeA), values(r, "g.example.org.", dns.TypeA); f != st.f || g != st.g {
+			t.Errorf("%s: f=%s g=%s, want %s %s", st.reason, f, g, st.f, st.g)
+		}
+	}
+	r.SetOverrides(map[string]bool{"c1": true})
+	r.Publish(snapshot(cfg, "c1")) // probes fail, the override still holds
+	if f := values(r, "f.example.org.", dns.TypeA); f != "192.0.2.1" {
+		t.Errorf("override healthy vs failing probes: %s, want the primary", f)
+	}
+}
