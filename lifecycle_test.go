@@ -1,0 +1,129 @@
+package healthroute
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/healthroute/healthroute/internal/coretest"
+)
+
+// TestServeWhilePublishing answers queries from many goroutines while health
+// flips underneath; under -race this checks that the query path shares nothing
+// mutable with publication, and every answer is one the rules allow.
+func TestServeWhilePublishing(t *testing.T) {
+	r, cfg := testResolver(t, treeBlock)
+	r.Rand = nil // the production source: safe for concurrent use
+	states := [][]string{nil, {"c1"}, {"c1", "c2"}, {"c1", "c2", "c3", "c4"}, {"c3"}}
+	valid := map[string]bool{"192.0.2.1": true, "192.0.2.2": true, "198.51.100.1": true, "198.51.100.2": true}
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	errs := make(chan string, 1)
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			q := Query{Name: "www.example.org.", Type: dns.TypeA, Client: testClient}
+			for i := 0; i < 200_000; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				ans := r.Resolve(q)
+				if len(ans.RRs) != 1 || !valid[ans.RRs[0].(*dns.A).A.String()] {
+					select {
+					case errs <- fmt.Sprint(ans.RRs):
+					default:
+					}
+					return
+				}
+			}
+		}()
+	}
+	for i := range 500 {
+		r.Publish(snapshot(cfg, states[i%len(states)]...))
+	}
+	close(stop)
+	wg.Wait()
+	select {
+	case e := <-errs:
+		t.Fatalf("an answer outside the rules while publishing: %s", e)
+	default:
+	}
+}
+
+// TestShutdownLeavesNoGoroutine starts a block with probes, a latency_table watcher
+// and the HTTP API, then shuts it down: every goroutine it started must end.
+func TestShutdownLeavesNoGoroutine(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	before := runtime.NumGoroutine()
+	table := writeFile(t, "lat.csv", "192.0.2.0/24,a,1\n")
+	api := coretest.FreePort(t)
+	h := testHandler(t, fmt.Sprintf(`healthroute {
+		api 127.0.0.1:%d
+		latency_table %s
+		check up tcp %s {
+			interval 100ms
+		}
+		check web http http://%s/ {
+			interval 100ms
+		}
+		record l.example.org. latency {
+			region a A 192.0.2.1 check up
+			region b A 192.0.2.2 check web
+		}
+	}`, api, table, ln.Addr(), ln.Addr()))
+	if err := h.OnStartup(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for !h.Ready() {
+		if time.Now().After(deadline) {
+			t.Fatal("not ready within 10s")
+		}
+		<-tick.C
+	}
+	if resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/v1/checks", api)); err != nil {
+		t.Fatalf("api: %v", err)
+	} else {
+		resp.Body.Close()
+	}
+	http.DefaultClient.CloseIdleConnections()
+	if err := h.OnShutdown(); err != nil {
+		t.Fatal(err)
+	}
+	if h.reg.scheduler() != nil {
+		t.Error("the last release left the scheduler running")
+	}
+	ln.Close()
+	deadline = time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("%d goroutines before, %d after shutdown:\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
+		}
+		<-tick.C
+	}
+}
