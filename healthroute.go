@@ -67,7 +67,11 @@ func (h *HealthRoute) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns
 	m.SetReply(r)
 	m.Authoritative, m.Rcode, m.Answer, m.Ns = true, ans.Rcode, ans.RRs, ans.Ns // shared, read-only
 	if ecs != nil {
-		echoECS(m, r, ecs, ans.Scope)
+		scope := uint8(0)
+		if ans.Scope > 0 {
+			scope = ecs.SourceNetmask // the source prefix, in the option's own family
+		}
+		echoECS(m, r, ecs, scope)
 	}
 	w.WriteMsg(m)
 	h.count(metrics.WithServer(ctx), &ans)
@@ -91,6 +95,8 @@ func client(w dns.ResponseWriter, r *dns.Msg) (cl netip.Prefix, ecs *dns.EDNS0_S
 				return netip.Prefix{}, nil, false
 			case e.Family == 1 && addr.Unmap().Is4() && bits <= 32:
 				addr = addr.Unmap()
+			case e.Family == 2 && addr.Is4In6() && bits >= 96:
+				addr, bits = addr.Unmap(), bits-96 // an IPv4 client written as ::ffff:a.b.c.d
 			case e.Family == 2 && addr.Is6() && bits <= 128:
 			default:
 				return netip.Prefix{}, nil, false

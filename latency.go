@@ -52,7 +52,7 @@ func readLatencyTable(r io.Reader, name string, ids map[string]int) (*latencyTab
 			return nil, fmt.Errorf("%s:%d: invalid client_cidr '%s'", name, line, f[0])
 		}
 		ms, err := strconv.ParseFloat(strings.TrimSpace(f[2]), 64)
-		if err != nil || ms < 0 || ms >= unknownLatency {
+		if err != nil || ms < 0 || ms*1000 >= unknownLatency { // stored in microseconds
 			return nil, fmt.Errorf("%s:%d: invalid milliseconds '%s'", name, line, f[2])
 		}
 		id, ok := ids[strings.TrimSpace(f[1])]

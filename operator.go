@@ -26,11 +26,10 @@ type apiRef struct {
 // register adds h to the running blocks and gives it the current overrides.
 func (o *operator) register(h *HealthRoute) {
 	o.mu.Lock()
+	defer o.mu.Unlock() // held while applying, so a concurrent Override cannot be undone
 	o.instances = append(o.instances, h)
-	over := maps.Clone(o.overrides)
-	o.mu.Unlock()
-	if len(over) > 0 {
-		h.resolver.SetOverrides(over)
+	if len(o.overrides) > 0 {
+		h.resolver.SetOverrides(maps.Clone(o.overrides))
 	}
 }
 
@@ -69,11 +68,11 @@ func (o *operator) Override(check string, healthy *bool) error {
 	} else {
 		o.overrides[check] = *healthy
 	}
-	over, insts := maps.Clone(o.overrides), slices.Clone(o.instances)
-	o.mu.Unlock()
-	for _, h := range insts {
+	over := maps.Clone(o.overrides)
+	for _, h := range o.instances { // under o.mu: overrides reach every block in order
 		h.resolver.SetOverrides(over)
 	}
+	o.mu.Unlock()
 	if healthy == nil {
 		log.Infof("check %s: operator override removed", check)
 	} else {

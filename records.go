@@ -54,11 +54,16 @@ func parseRecord(c *caddy.Controller, cfg *Config) (*RecordSet, error) {
 			}
 			return rs, nil
 		}
-		m, err := parseMember(c, cfg, rs, append([]string{c.Val()}, c.RemainingArgs()...))
+		first := c.Val()
+		args, closed := closing(c.RemainingArgs())
+		m, err := parseMember(c, cfg, rs, append([]string{first}, args...))
 		if err != nil {
 			return nil, err
 		}
 		rs.Members = append(rs.Members, m)
+		if closed { // a one-line block: record NAME POLICY { MEMBER }
+			return rs, nil
+		}
 	}
 	return nil, c.EOFErr()
 }
@@ -273,11 +278,7 @@ func parseProximityKey(c *caddy.Controller, cfg *Config, rs *RecordSet, m *Membe
 		if len(a) < 2 {
 			return nil, c.ArgErr()
 		}
-		r, ok := cfg.Regions[a[1]]
-		if !ok {
-			return nil, c.Errf("record %s: unknown region '%s', expected one defined with 'region NAME LATITUDE LONGITUDE' above", rs.Name, a[1])
-		}
-		m.Region, m.Lat, m.Lon, a = r.Name, r.Lat, r.Lon, a[2:]
+		m.Region, a = a[1], a[2:] // coordinates filled in by validate: regions may come later
 	case "coordinates":
 		if len(a) < 3 {
 			return nil, c.ArgErr()
@@ -291,7 +292,7 @@ func parseProximityKey(c *caddy.Controller, cfg *Config, rs *RecordSet, m *Membe
 	default:
 		return nil, c.Errf("record %s: '%s' is not a member key of geoproximity records, expected %s", rs.Name, a[0], policyKeys[Geoproximity])
 	}
-	m.Coords, m.Lat, m.Lon = true, truncate2(m.Lat), truncate2(m.Lon)
+	m.Coords = true
 	if len(a) >= 2 && a[0] == "bias" {
 		b, err := strconv.Atoi(a[1])
 		if err != nil || b < -99 || b > 99 {
@@ -366,6 +367,16 @@ func validate(cfg *Config) error {
 				if _, ok := sets[m.Target]; !ok {
 					return m.pos.errorf("record %s: unknown alias target '%s', expected a record defined in this block", rs.Name, m.Target)
 				}
+			}
+			if rs.Policy == Geoproximity {
+				if m.Region != "" {
+					r, ok := cfg.Regions[m.Region]
+					if !ok {
+						return m.pos.errorf("record %s: unknown region '%s', expected one defined with 'region NAME LATITUDE LONGITUDE'", rs.Name, m.Region)
+					}
+					m.Lat, m.Lon = r.Lat, r.Lon
+				}
+				m.Lat, m.Lon = truncate2(m.Lat), truncate2(m.Lon) // as Route 53 does
 			}
 			if rs.Policy == Multivalue && (m.Kind == KindAlias || m.Kind == KindCNAME) {
 				return m.pos.errorf("record %s: multivalue members must be A or AAAA, not %s", rs.Name, m.Kind)

@@ -42,6 +42,13 @@ func (r *registry) acquire(cfg *Config) *health.Scheduler {
 			}
 		}
 		r.sched.Start(context.Background())
+	} else if cfg.Fleet != nil && r.fl == nil {
+		// A later block (or a reload) brings the first fleet block: join now. Checks
+		// already probing keep the User-Agent they started with.
+		r.fl = startFleet(cfg.Fleet, r.sched)
+		r.sched.Republish()
+	} else if cfg.Fleet != nil && r.fl.Name() != cfg.Fleet.Name {
+		log.Warningf("fleet: already running as %s; a changed fleet block takes effect on restart", r.fl.Name())
 	}
 	r.refs++
 	return r.sched

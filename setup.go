@@ -168,8 +168,11 @@ func parseAPI(c *caddy.Controller) (*APIConfig, error) {
 			if err != nil {
 				return c.Errf("api: token_file: %v", err)
 			}
-			if len(strings.TrimSpace(string(tok))) < 16 {
-				return c.Errf("api: token_file: %s holds %d characters, expected a token of at least 16", path, len(strings.TrimSpace(string(tok))))
+			switch n := len(strings.TrimSpace(string(tok))); {
+			case n == 0:
+				return c.Errf("api: token_file: %s is empty, expected a token", path)
+			case n < 16:
+				log.Warningf("api: token_file: %s holds a token of %d characters; use at least 16 (openssl rand -base64 32)", path, n)
 			}
 			a.TokenFile = path
 		default:
@@ -481,7 +484,9 @@ func resolveChildren(cfg *Config, children map[*health.Spec][]childRef) error {
 }
 
 // block parses the optional "{ ... }" after a line's arguments. RemainingArgs
-// stops in front of '{', so another NextArg on the same line can only be '{'.
+// stops in front of '{', so another NextArg on the same line can only be '{'. A
+// block may also sit on one line, `{ token_file FILE }`: the '}' then arrives as the
+// line's last argument.
 func block(c *caddy.Controller, each func(key string, args []string) error) error {
 	if !c.NextArg() {
 		return nil
@@ -490,11 +495,24 @@ func block(c *caddy.Controller, each func(key string, args []string) error) erro
 		if c.Val() == "}" {
 			return nil
 		}
-		if err := each(c.Val(), c.RemainingArgs()); err != nil {
+		key := c.Val()
+		args, closed := closing(c.RemainingArgs())
+		if err := each(key, args); err != nil {
 			return err
+		}
+		if closed {
+			return nil
 		}
 	}
 	return c.EOFErr()
+}
+
+// closing strips a block's closing '}' from the end of a line's arguments.
+func closing(args []string) ([]string, bool) {
+	if n := len(args); n > 0 && args[n-1] == "}" {
+		return args[:n-1], true
+	}
+	return args, false
 }
 
 // normalizeName checks that n is a domain name and returns it lower-cased and fully

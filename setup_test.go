@@ -100,6 +100,30 @@ func TestParseValid(t *testing.T) {
 	}
 }
 
+// TestParseOneLineBlocks: DESIGN.md writes `api ADDRESS [{ token_file FILE }]`; a
+// block on one line must parse like one spread over several.
+func TestParseOneLineBlocks(t *testing.T) {
+	tok := writeFile(t, "token", "0123456789abcdef0123\n")
+	cfg := mustParse(t, `healthroute {
+		api 127.0.0.1:8053 { token_file `+tok+` }
+		check c tcp 127.0.0.1:80 { interval 1s }
+		check d tcp 127.0.0.1:81 { }
+		record a.example.org. simple { A 192.0.2.1 check c }
+		record b.example.org. weighted {
+			weight 1 A 192.0.2.2 check d }
+	}`)
+	if cfg.API == nil || cfg.API.TokenFile != tok {
+		t.Errorf("api: %+v", cfg.API)
+	}
+	if cfg.Checks["c"].Interval != time.Second {
+		t.Errorf("interval %v, want 1s", cfg.Checks["c"].Interval)
+	}
+	if len(cfg.Records) != 2 || len(cfg.Records[0].Members) != 1 || cfg.Records[0].Members[0].Check != cfg.Checks["c"] ||
+		len(cfg.Records[1].Members) != 1 {
+		t.Errorf("records: %+v", cfg.Records)
+	}
+}
+
 func TestParseDefaultsETH(t *testing.T) {
 	cfg := mustParse(t, `healthroute {
 		record a.example.org. simple {

@@ -41,7 +41,8 @@ type node struct {
 // mnode is a member of a node: a leaf with prebuilt RRs, or an alias to a child node.
 type mnode struct {
 	m      *Member
-	rrs    []dns.RR // leaf RRs, owner = the entry name; capped, never mutated
+	rrs    []dns.RR   // leaf RRs, owner = the entry name; capped, never mutated
+	rots   [][]dns.RR // with several values: every rotation of rrs, for a random order
 	child  *node    // alias target
 	region int      // latency: the plan's region id
 }
@@ -178,6 +179,7 @@ func (p *plan) build(owner string, rs *RecordSet, qtype uint16, sets map[string]
 			n.dynHealth = n.dynHealth || (m.ETH && child.dynHealth)
 		case m.Kind.qtype() == qtype:
 			mn = mnode{m: m, rrs: leafRRs(owner, m, p.ttl)}
+			mn.rots = rotations(mn.rrs)
 		default:
 			continue
 		}
@@ -229,6 +231,21 @@ func leafRRs(owner string, m *Member, ttl uint32) []dns.RR {
 		rrs = append(rrs, &dns.CNAME{Hdr: hdr(dns.TypeCNAME), Target: m.Target})
 	}
 	return rrs[:len(rrs):len(rrs)]
+}
+
+// rotations returns every rotation of rrs, each capped, so that a query can answer
+// several values "in random order" (ROUTE53.md 1.3) by picking one, without copying.
+// A single value needs none.
+func rotations(rrs []dns.RR) [][]dns.RR {
+	if len(rrs) < 2 {
+		return nil
+	}
+	out := make([][]dns.RR, len(rrs))
+	for i := range rrs {
+		rot := append(append(make([]dns.RR, 0, len(rrs)), rrs[i:]...), rrs[:i]...)
+		out[i] = rot[:len(rot):len(rot)]
+	}
+	return out
 }
 
 // soa synthesizes the zone's SOA record, used in negative answers.
@@ -563,11 +580,11 @@ func (r *Resolver) resolve(q *Query) Answer {
 		return Answer{Rcode: dns.RcodeRefused}
 	}
 	neg := Answer{Rcode: dns.RcodeSuccess, Ns: p.soa[zone], Zone: zone}
+	if q.Name == zone && q.Type == dns.TypeSOA {
+		return Answer{Rcode: dns.RcodeSuccess, RRs: neg.Ns, Zone: zone}
+	}
 	e := p.lookup(q.Name, zone)
 	if e == nil {
-		if q.Name == zone && q.Type == dns.TypeSOA {
-			return Answer{Rcode: dns.RcodeSuccess, RRs: neg.Ns, Zone: zone}
-		}
 		if !p.exists[q.Name] && q.Name != zone {
 			neg.Rcode = dns.RcodeNameError
 		}
@@ -620,7 +637,15 @@ func (p *plan) lookup(name, zone string) *entry {
 	if e, ok := p.names[name]; ok {
 		return e
 	}
-	if len(p.wild) == 0 || p.exists[name] {
+	if len(p.wild) == 0 {
+		return nil
+	}
+	if len(name) > 2 && name[0] == '*' && name[1] == '.' {
+		if e, ok := p.wild[name[2:]]; ok {
+			return e // the wildcard owner itself, asked literally
+		}
+	}
+	if p.exists[name] {
 		return nil
 	}
 	for off, end := dns.NextLabel(name, 0); !end; off, end = dns.NextLabel(name, off) {
@@ -684,6 +709,9 @@ func (r *Resolver) walk(t *table, n *node, q *Query, ans *Answer) (rrs []dns.RR,
 		mn := &n.members[i]
 		if mn.child == nil {
 			ans.leaf = mn.m
+			if mn.rots != nil {
+				return mn.rots[r.rand(uint64(len(mn.rots)))], dyn
+			}
 			return mn.rrs, dyn
 		}
 		n = mn.child

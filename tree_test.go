@@ -448,3 +448,46 @@ func TestOverrides(t *testing.T) {
 		t.Errorf("override healthy vs failing probes: %s, want the primary", f)
 	}
 }
+
+// TestValuesInRandomOrder: a member's several values come back in random order
+// (ROUTE53.md 1.3), each answer holding all of them.
+func TestValuesInRandomOrder(t *testing.T) {
+	r, _ := testResolver(t, `healthroute {
+		record s.example.org. simple {
+			A 192.0.2.1 192.0.2.2 192.0.2.3
+		}
+	}`)
+	first := map[string]int{}
+	for range 300 {
+		rrs := r.Resolve(Query{Name: "s.example.org.", Type: dns.TypeA, Client: testClient}).RRs
+		if got := strings.Join(rrValues(rrs), ","); got != "192.0.2.1,192.0.2.2,192.0.2.3" {
+			t.Fatalf("answer %s, want all three values", got)
+		}
+		first[rrs[0].(*dns.A).A.String()]++
+	}
+	if len(first) != 3 {
+		t.Errorf("first values over 300 answers: %v, want each of the three", first)
+	}
+}
+
+// TestApexAndLiteralWildcard: SOA at an apex that holds records, and a query for the
+// wildcard owner itself.
+func TestApexAndLiteralWildcard(t *testing.T) {
+	r, _ := testResolver(t, `healthroute {
+		record example.org. simple {
+			A 192.0.2.1
+		}
+		record *.w.example.org. simple {
+			A 192.0.2.99
+		}
+	}`)
+	if ans := r.Resolve(Query{Name: "example.org.", Type: dns.TypeSOA}); len(ans.RRs) != 1 || ans.RRs[0].Header().Rrtype != dns.TypeSOA {
+		t.Errorf("SOA at a populated apex: %v", ans.RRs)
+	}
+	if got := values(r, "example.org.", dns.TypeA); got != "192.0.2.1" {
+		t.Errorf("A at the apex: %s", got)
+	}
+	if got := values(r, "*.w.example.org.", dns.TypeA); got != "192.0.2.99" {
+		t.Errorf("the literal wildcard owner: %q, want 192.0.2.99", got)
+	}
+}
