@@ -43,8 +43,8 @@ type mnode struct {
 	m      *Member
 	rrs    []dns.RR   // leaf RRs, owner = the entry name; capped, never mutated
 	rots   [][]dns.RR // with several values: every rotation of rrs, for a random order
-	child  *node    // alias target
-	region int      // latency: the plan's region id
+	child  *node      // alias target
+	region int        // latency: the plan's region id
 }
 
 // entry is what a name answers: one node per type it serves.
