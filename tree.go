@@ -485,7 +485,7 @@ func NewResolver(cfg *Config) *Resolver {
 			log.Errorf("latency_table: %v", err) // parse loaded it a moment ago
 		}
 	}
-	r.Publish(nil)
+	r.table.Store(compile(r.plan, nil, nil)) // no metrics or logs: setup may still fail
 	return r
 }
 
