@@ -466,11 +466,12 @@ type Answer struct {
 // Resolver answers queries from the latest compiled table. It is safe for concurrent
 // use; Resolve takes no lock.
 type Resolver struct {
-	plan    *plan
-	table   atomic.Pointer[table]
-	pubMu   sync.Mutex                   // serialises Publish and SetOverrides; queries never take it
-	over    map[string]bool              // guarded by pubMu
-	latency atomic.Pointer[latencyTable] // nil: no latency_table
+	plan      *plan
+	table     atomic.Pointer[table]
+	pubMu     sync.Mutex                   // serialises Publish and SetOverrides; queries never take it
+	over      map[string]bool              // guarded by pubMu
+	published bool                         // a table was published, with metrics and logs; guarded by pubMu
+	latency   atomic.Pointer[latencyTable] // nil: no latency_table
 	// Rand returns a uniform number in [0, n); nil uses math/rand/v2. Tests seed it.
 	Rand func(n uint64) uint64
 }
@@ -497,7 +498,7 @@ func (r *Resolver) NeedsLocation() bool { return r.plan.needsLoc }
 func (r *Resolver) Publish(snap *health.Snapshot) {
 	r.pubMu.Lock()
 	defer r.pubMu.Unlock()
-	if prev := r.table.Load(); prev != nil && !routingChanged(prev.snap, snap) {
+	if prev := r.table.Load(); r.published && !routingChanged(prev.snap, snap) {
 		// Only first results or timestamps moved (e.g. thousands of checks reporting
 		// for the first time at startup): routing is the same, so keep the compiled
 		// state and only take the new snapshot, which Ready reads.
@@ -527,6 +528,7 @@ func (r *Resolver) SetOverrides(over map[string]bool) {
 }
 
 func (r *Resolver) publishLocked(snap *health.Snapshot) {
+	r.published = true
 	start := time.Now()
 	t := compile(r.plan, snap, r.over)
 	prev := r.table.Swap(t)
