@@ -306,3 +306,37 @@ func BenchmarkMemoryPerName(b *testing.B) {
 		})
 	}
 }
+
+// TestScenariosAnswer keeps the benchmark scenarios honest: each server answers its
+// query with records, so a benchmark never measures an error path.
+func TestScenariosAnswer(t *testing.T) {
+	w := question("w.example.org.", "")
+	ecs := question("www.example.org.", "10.3.7.0/24")
+	for _, sc := range []struct {
+		name      string
+		directive string
+		q         *dns.Msg
+	}{
+		{"whoami", "whoami", w},
+		{"file", "file " + zoneFile(t), w},
+		{"weighted", "healthroute example.org. {" + checks + weightedRecord("w.example.org.", 3) + "}", w},
+		{"tree", tree(t), ecs},
+		{"names10k", names(100), question("n000042.example.org.", "")},
+	} {
+		t.Run(sc.name, func(t *testing.T) {
+			pw := newPackWriter()
+			server(t, sc.directive).ServeDNS(context.Background(), pw, sc.q)
+			var m dns.Msg
+			if err := m.Unpack(pw.buf[:pw.n]); err != nil {
+				t.Fatalf("reply does not unpack: %v", err)
+			}
+			records := len(m.Answer)
+			if sc.name == "whoami" {
+				records = len(m.Extra) // whoami answers in the additional section
+			}
+			if m.Rcode != dns.RcodeSuccess || records == 0 {
+				t.Fatalf("reply without records:\n%v", &m)
+			}
+		})
+	}
+}
