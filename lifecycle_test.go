@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/healthroute/healthroute/internal/coretest"
 )
@@ -111,8 +112,14 @@ func TestShutdownLeavesNoGoroutine(t *testing.T) {
 		resp.Body.Close()
 	}
 	http.DefaultClient.CloseIdleConnections()
+	if v := testutil.ToFloat64(checkHealthy.WithLabelValues("up")); v != 1 {
+		t.Errorf("check_healthy{check=up} = %v while running, want 1", v)
+	}
 	if err := h.OnShutdown(); err != nil {
 		t.Fatal(err)
+	}
+	if checkHealthy.DeleteLabelValues("up") {
+		t.Error("check_healthy{check=up} outlived the last block that defines the check")
 	}
 	if h.reg.scheduler() != nil {
 		t.Error("the last release left the scheduler running")

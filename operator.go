@@ -33,10 +33,22 @@ func (o *operator) register(h *HealthRoute) {
 	}
 }
 
+// unregister removes h, and the check_healthy series of its checks that no running
+// block defines any more (a reload that dropped them).
 func (o *operator) unregister(h *HealthRoute) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.instances = slices.DeleteFunc(o.instances, func(x *HealthRoute) bool { return x == h })
+	for name := range h.cfg.Checks {
+		kept := false
+		for _, x := range o.instances {
+			_, ok := x.cfg.Checks[name]
+			kept = kept || ok
+		}
+		if !kept {
+			checkHealthy.DeleteLabelValues(name)
+		}
+	}
 }
 
 // Instances returns the running blocks, oldest first.
