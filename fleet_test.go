@@ -66,12 +66,7 @@ fleet {
 
 func TestParseFleetErrors(t *testing.T) {
 	good, bad := keyFiles(t)
-	tests := []struct {
-		name  string
-		input string
-		line  int
-		want  string
-	}{
+	checkParseErrors(t, []parseErrorCase{
 		{"no key", "healthroute {\nfleet {\nbind 127.0.0.1:7946\n}\n}", 2, "fleet: key_file: missing, expected a key file, or insecure"},
 		{"key and insecure", "healthroute {\nfleet {\nkey_file " + good + "\ninsecure\n}\n}", 2, "fleet: insecure: conflicts with key_file"},
 		{"missing key file", "healthroute {\nfleet {\nkey_file /nonexistent/gossip.key\n}\n}", 3, "fleet: key_file: cannot read '/nonexistent/gossip.key'"},
@@ -87,19 +82,7 @@ func TestParseFleetErrors(t *testing.T) {
 		{"unknown property", "healthroute {\nfleet {\ninsecure\ngossip fast\n}\n}", 4, "fleet: unknown property 'gossip'"},
 		{"arguments", "healthroute {\nfleet 127.0.0.1:7946 {\ninsecure\n}\n}", 2, "Wrong argument count"},
 		{"twice", "healthroute {\nfleet {\ninsecure\n}\nfleet {\ninsecure\n}\n}", 5, "fleet is defined twice"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := parse(caddy.NewTestController("dns", tc.input))
-			if err == nil {
-				t.Fatalf("no error, want %q", tc.want)
-			}
-			loc := "Testfile:" + itoa(tc.line) + " - Error during parsing"
-			if !strings.Contains(err.Error(), loc) || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("error %q, want %q at %q", err, tc.want, loc)
-			}
-		})
-	}
+	})
 }
 
 func TestRegistryFleet(t *testing.T) {

@@ -1,6 +1,7 @@
 package healthroute
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"net/netip"
 	"sort"
@@ -80,4 +81,33 @@ func shares(r *Resolver, name string, qtype uint16, n int) map[string]int {
 		got[values(r, name, qtype)]++
 	}
 	return got
+}
+
+// parseErrorCase is a Corefile parse must refuse, with the line and the words the
+// error must carry.
+type parseErrorCase struct {
+	name  string
+	input string
+	line  int
+	want  string
+}
+
+// checkParseErrors asserts that each input is refused with "Testfile:LINE - Error
+// during parsing" and the wanted words.
+func checkParseErrors(t *testing.T, tests []parseErrorCase) {
+	t.Helper()
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := caddy.NewTestController("dns", tc.input)
+			c.ServerBlockKeys = []string{"example.org."}
+			_, err := parse(c)
+			if err == nil {
+				t.Fatalf("parse accepted:\n%s", tc.input)
+			}
+			loc := fmt.Sprintf("Testfile:%d - Error during parsing", tc.line)
+			if !strings.Contains(err.Error(), loc) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q\nwant it to contain %q and %q", err, loc, tc.want)
+			}
+		})
+	}
 }

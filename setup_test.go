@@ -1,12 +1,8 @@
 package healthroute
 
 import (
-	"strconv"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/coredns/caddy"
 
 	"github.com/healthroute/healthroute/health"
 )
@@ -141,12 +137,7 @@ func TestParseDefaultsETH(t *testing.T) {
 // TestParseErrors asserts that each refused Corefile names the file, the line and
 // what was expected.
 func TestParseErrors(t *testing.T) {
-	tests := []struct {
-		name  string
-		input string
-		line  int
-		want  string
-	}{
+	checkParseErrors(t, []parseErrorCase{
 		{"unknown property", "healthroute {\nbogus 1\n}", 2, "unknown property 'bogus'"},
 		{"bad ttl", "healthroute {\nttl -1\n}", 2, "ttl: invalid value '-1'"},
 		{"unknown check type", "healthroute {\ncheck a smtp 192.0.2.1:25\n}", 2, "unknown type 'smtp'"},
@@ -192,21 +183,5 @@ func TestParseErrors(t *testing.T) {
 		{"record twice", "healthroute {\nrecord a.example.org. simple {\nA 192.0.2.1\n}\nrecord a.example.org. simple {\nA 192.0.2.2\n}\n}", 5, "defined twice"},
 		{"empty record", "healthroute {\nrecord a.example.org. simple {\n}\n}", 3, "no members"},
 		{"bad region", "healthroute {\nregion x 91 0\n}", 2, "invalid coordinates '91 0'"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			c := caddy.NewTestController("dns", tc.input)
-			c.ServerBlockKeys = []string{"example.org."}
-			_, err := parse(c)
-			if err == nil {
-				t.Fatalf("parse accepted:\n%s", tc.input)
-			}
-			loc := "Testfile:" + itoa(tc.line) + " - Error during parsing"
-			if !strings.Contains(err.Error(), loc) || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("error %q\nwant it to contain %q and %q", err, loc, tc.want)
-			}
-		})
-	}
+	})
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }
