@@ -88,21 +88,12 @@ func TestEndToEndFleet(t *testing.T) {
 		}
 		return v.Checks[0].Fleet
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		fa := fleetOf(apiA)
-		if fa != nil && fa.Total == 2 && fa.Healthy == 1 {
-			if !strings.Contains(fa.Decision, "1 of 2 reachable checkers healthy, more than 18%: healthy") {
-				t.Errorf("decision %q", fa.Decision)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("dns-a never counted both members (last view %+v)\n%s", fa, a.Output())
-		}
-		<-tick.C
+	var fa *FleetView
+	waitUntil(t, 20*time.Second, "dns-a counts both members, one healthy",
+		func() bool { fa = fleetOf(apiA); return fa != nil && fa.Total == 2 && fa.Healthy == 1 },
+		func() string { return fmt.Sprintf("last view %+v\n%s", fa, a.Output()) })
+	if !strings.Contains(fa.Decision, "1 of 2 reachable checkers healthy, more than 18%: healthy") {
+		t.Errorf("decision %q", fa.Decision)
 	}
 	is := func(want string) func(*dns.Msg) bool { return func(m *dns.Msg) bool { return firstA(m) == want } }
 	for _, s := range []*coretest.Server{a, b} {

@@ -104,13 +104,6 @@ func TestEndToEndReady(t *testing.T) {
 		}
 	}
 	close(release)
-	deadline := time.Now().Add(10 * time.Second)
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for status() != http.StatusOK {
-		if time.Now().After(deadline) {
-			t.Fatalf("not ready 10s after the first probe could finish\n%s", srv.Output())
-		}
-		<-tick.C
-	}
+	waitUntil(t, 10*time.Second, "ready once the first probe could finish",
+		func() bool { return status() == http.StatusOK }, srv.Output)
 }

@@ -97,15 +97,7 @@ func TestShutdownLeavesNoGoroutine(t *testing.T) {
 	if err := h.OnStartup(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for !h.Ready() {
-		if time.Now().After(deadline) {
-			t.Fatal("not ready within 10s")
-		}
-		<-tick.C
-	}
+	waitUntil(t, 10*time.Second, "ready", h.Ready, func() string { return "" })
 	if resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/v1/checks", api)); err != nil {
 		t.Fatalf("api: %v", err)
 	} else {
@@ -125,12 +117,10 @@ func TestShutdownLeavesNoGoroutine(t *testing.T) {
 		t.Error("the last release left the scheduler running")
 	}
 	ln.Close()
-	deadline = time.Now().Add(10 * time.Second)
-	for runtime.NumGoroutine() > before {
-		if time.Now().After(deadline) {
+	waitUntil(t, 10*time.Second, "every goroutine ended after shutdown",
+		func() bool { return runtime.NumGoroutine() <= before },
+		func() string {
 			buf := make([]byte, 1<<20)
-			t.Fatalf("%d goroutines before, %d after shutdown:\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
-		}
-		<-tick.C
-	}
+			return fmt.Sprintf("%d goroutines before, %d after:\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
+		})
 }

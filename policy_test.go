@@ -114,19 +114,13 @@ func TestLatencyTableReload(t *testing.T) {
 	if err := os.WriteFile(table, []byte("192.0.2.0/24,a,50\n192.0.2.0/24,b,20\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.After(5 * time.Second)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if got, _ := ask(r, "lat.example.org.", "192.0.2.9/32", Location{}); got == "192.0.2.2" {
-			break
-		}
-		select {
-		case <-deadline:
-			t.Fatal("the changed table was not picked up within 5s")
-		case <-tick.C:
-		}
-	}
+	var got string
+	waitUntil(t, 5*time.Second, "the changed table is picked up",
+		func() bool {
+			got, _ = ask(r, "lat.example.org.", "192.0.2.9/32", Location{})
+			return got == "192.0.2.2"
+		},
+		func() string { return "last answer " + got })
 }
 
 // TestGeolocation covers ROUTE53.md 1.8: the smallest applicable region, falling
