@@ -18,6 +18,8 @@ import (
 	"github.com/coredns/coredns/plugin/metrics"
 	"github.com/coredns/coredns/request"
 	"github.com/miekg/dns"
+
+	"github.com/healthroute/healthroute/health"
 )
 
 // HealthRoute is the plugin handler of one server block.
@@ -215,8 +217,8 @@ func (h *HealthRoute) OnShutdown() error {
 }
 
 // specs is every check of the block.
-func (h *HealthRoute) specs() []*healthSpec {
-	out := make([]*healthSpec, 0, len(h.cfg.Checks))
+func (h *HealthRoute) specs() []*health.Spec {
+	out := make([]*health.Spec, 0, len(h.cfg.Checks))
 	for _, s := range h.cfg.Checks {
 		out = append(out, s)
 	}

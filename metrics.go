@@ -1,7 +1,6 @@
 package healthroute
 
 import (
-	"context"
 	"errors"
 	"sync/atomic"
 	"time"
@@ -33,9 +32,14 @@ var (
 		Namespace: plugin.Namespace, Subsystem: "healthroute", Name: "check_transitions_total",
 		Help: "Changes of a check's probed state, by the state changed to: healthy or unhealthy.",
 	}, []string{"check", "to"})
-	probesInFlight = promauto.NewGauge(prometheus.GaugeOpts{
+	_ = promauto.NewGaugeFunc(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace, Subsystem: "healthroute", Name: "probes_in_flight",
 		Help: "Probes running now, across every check.",
+	}, func() float64 {
+		if s := shared.scheduler(); s != nil {
+			return float64(s.InFlight())
+		}
+		return 0
 	})
 	answersTotal = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace, Subsystem: "healthroute", Name: "answers_total",
@@ -76,15 +80,6 @@ func (probeObserver) Changed(spec *health.Spec, down bool) {
 		to = "unhealthy"
 	}
 	transitionsTotal.WithLabelValues(spec.Name, to).Inc()
-}
-
-// countingChecker keeps probesInFlight.
-type countingChecker struct{ health.Checker }
-
-func (c countingChecker) Check(ctx context.Context) error {
-	probesInFlight.Inc()
-	defer probesInFlight.Dec()
-	return c.Checker.Check(ctx)
 }
 
 // queryCounters caches the curried query-path counters of one server, in slices

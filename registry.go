@@ -8,8 +8,6 @@ import (
 	"github.com/healthroute/healthroute/health/fleet"
 )
 
-type healthSpec = health.Spec
-
 // registry is the process-wide state shared by every healthroute block and carried
 // across reloads: the scheduler, whose checks are keyed by fingerprint, and the fleet
 // member when a block configures one. Blocks acquire it in OnStartup and release it
@@ -32,10 +30,7 @@ func (r *registry) acquire(cfg *Config) *health.Scheduler {
 	if r.refs == 0 {
 		agent := health.UserAgent("")
 		r.sched = &health.Scheduler{MaxInFlight: cfg.MaxInFlight, Observer: probeObserver{},
-			NewChecker: func(s *health.Spec) (health.Checker, error) {
-				c, err := health.NewChecker(s, agent)
-				return countingChecker{c}, err
-			}}
+			NewChecker: func(s *health.Spec) (health.Checker, error) { return health.NewChecker(s, agent) }}
 		if cfg.Fleet != nil {
 			if r.fl = startFleet(cfg.Fleet, r.sched); r.fl != nil {
 				agent = health.UserAgent(r.fl.Name()) // probes say which checker sent them

@@ -559,9 +559,6 @@ func (r *Resolver) logChanges(prev, t *table) {
 	}
 }
 
-// Checks returns every check the resolver's records depend on.
-func (r *Resolver) Checks() []*health.Spec { return r.plan.checks }
-
 func (r *Resolver) rand(n uint64) uint64 {
 	if r.Rand != nil {
 		return r.Rand(n)
