@@ -52,9 +52,12 @@ func (r *Resolver) choose(t *table, n *node, q *Query) int32 {
 		// member (the last resort). Ties go to the member listed first.
 		best, bestOK := int32(-1), int32(-1)
 		var key, keyOK float64
-		lat := r.latency.Load()
+		var row []uint32 // latency: the table's row for this client, looked up once
+		if lat := r.latency.Load(); lat != nil && n.set.Policy == Latency {
+			row, _ = lat.rows.lookup(q.Client)
+		}
 		for i := range n.members {
-			k := r.rank(n, int32(i), q, lat)
+			k := r.rank(n, int32(i), q, row)
 			if k < 0 {
 				continue // does not apply to this client
 			}
@@ -103,8 +106,9 @@ func (r *Resolver) choose(t *table, n *node, q *Query) int32 {
 }
 
 // rank is member i's distance from the client, lower is better, or -1 when the
-// member does not apply to this client (geolocation).
-func (r *Resolver) rank(n *node, i int32, q *Query, lat *latencyTable) float64 {
+// member does not apply to this client (geolocation). row is the latency table's row
+// for the client (nil: none).
+func (r *Resolver) rank(n *node, i int32, q *Query, row []uint32) float64 {
 	mn := &n.members[i]
 	switch n.set.Policy {
 	case Geolocation:
@@ -116,13 +120,11 @@ func (r *Resolver) rank(n *node, i int32, q *Query, lat *latencyTable) float64 {
 		return biased(haversine(q.Loc.Lat, q.Loc.Lon, mn.m.Lat, mn.m.Lon), mn.m.Bias)
 	}
 	// Latency: the measured table, else great-circle distance, else listing order.
-	if lat != nil {
-		if row, ok := lat.rows.lookup(q.Client); ok {
-			if ms := row[mn.region]; ms != unknownLatency {
-				return float64(ms)
-			}
-			return unknownLatency + float64(i) // unmeasured regions after measured ones
+	if row != nil {
+		if ms := row[mn.region]; ms != unknownLatency {
+			return float64(ms)
 		}
+		return unknownLatency + float64(i) // unmeasured regions after measured ones
 	}
 	p := r.plan
 	if q.Loc.HasCoords && p.hasCoords[mn.region] {
