@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,6 +25,7 @@ func TestServeWhilePublishing(t *testing.T) {
 	states := [][]string{nil, {"c1"}, {"c1", "c2"}, {"c1", "c2", "c3", "c4"}, {"c3"}}
 	valid := map[string]bool{"192.0.2.1": true, "192.0.2.2": true, "198.51.100.1": true, "198.51.100.2": true}
 	var wg sync.WaitGroup
+	var served atomic.Int64
 	stop := make(chan struct{})
 	errs := make(chan string, 1)
 	for range 4 {
@@ -38,6 +40,7 @@ func TestServeWhilePublishing(t *testing.T) {
 				default:
 				}
 				ans := r.Resolve(q)
+				served.Add(1)
 				if len(ans.RRs) != 1 || !valid[ans.RRs[0].(*dns.A).A.String()] {
 					select {
 					case errs <- fmt.Sprint(ans.RRs):
@@ -48,15 +51,21 @@ func TestServeWhilePublishing(t *testing.T) {
 			}
 		}()
 	}
+	waitUntil(t, 5*time.Second, "readers running", func() bool { return served.Load() > 0 }, func() string { return "" })
+	during := served.Load()
 	for i := range 500 {
 		r.Publish(snapshot(cfg, states[i%len(states)]...))
 	}
+	during = served.Load() - during
 	close(stop)
 	wg.Wait()
 	select {
 	case e := <-errs:
 		t.Fatalf("an answer outside the rules while publishing: %s", e)
 	default:
+	}
+	if during == 0 {
+		t.Fatal("no query was answered while tables were being published: the test proved nothing")
 	}
 }
 
