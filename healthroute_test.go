@@ -143,3 +143,36 @@ func BenchmarkServeDNS(b *testing.B) {
 		})
 	}
 }
+
+// TestFallthrough: with fallthrough, names not defined here go to the next plugin;
+// defined names and names outside the fallthrough zones do not.
+func TestFallthrough(t *testing.T) {
+	h := testHandler(t, `healthroute {
+		fallthrough sub.example.org
+		record www.example.org. simple {
+			A 192.0.2.1
+		}
+	}`)
+	h.Next = test.NextHandler(dns.RcodeServerFailure, nil) // a marker: "the next plugin ran"
+	tests := []struct {
+		qname     string
+		wantNext  bool
+		wantRcode int
+	}{
+		{"nope.sub.example.org.", true, dns.RcodeServerFailure},
+		{"nope.example.org.", false, dns.RcodeNameError},
+		{"www.example.org.", false, dns.RcodeSuccess},
+	}
+	for _, tc := range tests {
+		rec := dnstest.NewRecorder(&test.ResponseWriter{})
+		q := new(dns.Msg)
+		q.SetQuestion(tc.qname, dns.TypeA)
+		rcode, _ := h.ServeDNS(context.Background(), rec, q)
+		if ran := rcode == dns.RcodeServerFailure && rec.Msg == nil; ran != tc.wantNext {
+			t.Errorf("%s: next plugin ran = %t, want %t", tc.qname, ran, tc.wantNext)
+		}
+		if !tc.wantNext && (rec.Msg == nil || rec.Msg.Rcode != tc.wantRcode) {
+			t.Errorf("%s: answer %v, want rcode %s", tc.qname, rec.Msg, dns.RcodeToString[tc.wantRcode])
+		}
+	}
+}
