@@ -19,9 +19,8 @@ func parsePolicy(s string) (Policy, bool) {
 	return 0, false
 }
 
-// parseRecord reads `record NAME POLICY { MEMBERS }`.
-func parseRecord(c *caddy.Controller, cfg *Config) (*RecordSet, error) {
-	args := c.RemainingArgs()
+// parseRecord reads `record NAME POLICY { MEMBERS }`; args are the line's.
+func parseRecord(c *caddy.Controller, cfg *Config, args []string) (*RecordSet, error) {
 	if len(args) != 2 {
 		return nil, c.ArgErr()
 	}
@@ -34,31 +33,26 @@ func parseRecord(c *caddy.Controller, cfg *Config) (*RecordSet, error) {
 	}
 	pol, ok := parsePolicy(strings.ToLower(args[1]))
 	if !ok {
-		return nil, c.Errf("record %s: unknown or unsupported policy '%s', expected simple, weighted, latency, failover, geolocation, geoproximity, multivalue or ip", name, args[1])
+		return nil, c.Errf("record %s: unknown policy '%s', expected simple, weighted, latency, failover, geolocation, geoproximity, multivalue or ip", name, args[1])
 	}
 	rs := &RecordSet{Name: name, Policy: pol, pos: pos{c.File(), c.Line()}}
-	if !c.NextArg() {
-		return nil, c.Errf("record %s: expected '{' and a member on each line", name)
-	}
-	for c.Next() {
-		if c.Val() == "}" {
-			if len(rs.Members) == 0 {
-				return nil, c.Errf("record %s: no members", name)
-			}
-			return rs, nil
-		}
-		first := c.Val()
-		args, closed := closing(c.RemainingArgs())
+	err := block(c, func(first string, args []string) error {
 		m, err := parseMember(c, cfg, rs, append([]string{first}, args...))
 		if err != nil {
-			return nil, err
+			return err
 		}
 		rs.Members = append(rs.Members, m)
-		if closed { // a one-line block: record NAME POLICY { MEMBER }
-			return rs, nil
-		}
+		return nil
+	})
+	switch {
+	case err != nil:
+		return nil, err
+	case len(rs.Members) == 0 && c.Val() != "}": // no block at all
+		return nil, c.Errf("record %s: expected '{' and a member on each line", name)
+	case len(rs.Members) == 0:
+		return nil, c.Errf("record %s: no members", name)
 	}
-	return nil, c.EOFErr()
+	return rs, nil
 }
 
 // policyKeys says what a member line of each policy starts with, for error messages.
@@ -192,7 +186,12 @@ func parseMember(c *caddy.Controller, cfg *Config, rs *RecordSet, a []string) (*
 		}
 		return nil, c.Errf("record %s: unknown target type '%s', expected A, AAAA, CNAME or alias", rs.Name, a[0])
 	}
+	given := map[string]bool{}
 	for len(a) > 0 {
+		if given[a[0]] {
+			return nil, c.Errf("record %s: %s is given twice on one member, expected it once", rs.Name, a[0])
+		}
+		given[a[0]] = true
 		switch a[0] {
 		case "check":
 			if len(a) < 2 {
@@ -276,10 +275,9 @@ func parseProximityKey(c *caddy.Controller, cfg *Config, rs *RecordSet, m *Membe
 		if len(a) < 3 {
 			return nil, c.ArgErr()
 		}
-		lat, err1 := strconv.ParseFloat(a[1], 64)
-		lon, err2 := strconv.ParseFloat(a[2], 64)
-		if err1 != nil || err2 != nil || lat < -90 || lat > 90 || lon < -180 || lon > 180 {
-			return nil, c.Errf("record %s: coordinates: invalid '%s %s', expected LATITUDE (-90..90) LONGITUDE (-180..180)", rs.Name, a[1], a[2])
+		lat, lon, ok := parseCoords(a[1], a[2])
+		if !ok {
+			return nil, c.Errf("record %s: coordinates: invalid '%s %s', expected %s", rs.Name, a[1], a[2], coordsWant)
 		}
 		m.Lat, m.Lon, a = lat, lon, a[3:]
 	default:
