@@ -22,7 +22,7 @@ type latencyTable struct {
 
 const unknownLatency = math.MaxUint32
 
-// maxLatencyMs bounds a table cell: stored in microseconds, it stays below unknownLatency.
+// maxLatencyMs is the largest table cell: in microseconds it stays below unknownLatency.
 const maxLatencyMs = unknownLatency / 1000
 
 // loadLatencyTable reads a CSV of `client_cidr,region,milliseconds` lines (blank lines
@@ -55,7 +55,7 @@ func readLatencyTable(r io.Reader, name string, ids map[string]int) (*latencyTab
 			return nil, fmt.Errorf("%s:%d: invalid client_cidr '%s'", name, line, f[0])
 		}
 		ms, err := strconv.ParseFloat(strings.TrimSpace(f[2]), 64)
-		if err != nil || !(ms >= 0 && ms < maxLatencyMs) { // !(...) refuses NaN too
+		if err != nil || !(ms >= 0 && ms <= maxLatencyMs) { // !(...) refuses NaN too
 			return nil, fmt.Errorf("%s:%d: invalid milliseconds '%s', expected a number from 0 to %d", name, line, f[2], maxLatencyMs)
 		}
 		id, ok := ids[strings.TrimSpace(f[1])]
