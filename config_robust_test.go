@@ -1,6 +1,7 @@
 package healthroute
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -107,4 +108,41 @@ func TestValidCoords(t *testing.T) {
 			t.Errorf("ValidCoords(%v, %v) = %v, want %v", c.lat, c.lon, got, c.ok)
 		}
 	}
+}
+
+// checkLadder returns a block of depth levels of two calculated checks, each counting
+// both checks of the level below: 2^depth paths from the top to the probed checks.
+func checkLadder(depth int) string {
+	var b strings.Builder
+	b.WriteString("healthroute {\ncheck a0 tcp 127.0.0.1:1\ncheck b0 tcp 127.0.0.1:2\n")
+	for i := 1; i <= depth; i++ {
+		fmt.Fprintf(&b, "check a%d calculated a%d b%d\ncheck b%d calculated a%d b%d\n", i, i-1, i-1, i, i-1, i-1)
+	}
+	fmt.Fprintf(&b, "record x.example.org. simple {\nA 192.0.2.1 check a%d\n}\n}", depth)
+	return b.String()
+}
+
+// TestParseRefusesExponentialChecks: calculated checks sharing children in a ladder
+// would be evaluated once per path, 2^40 times here; the block is refused at the
+// level where the count passes the limit, instead of hanging startup.
+func TestParseRefusesExponentialChecks(t *testing.T) {
+	// Each check of level i counts 2^(i+1)-1 paths: the running total passes 1,000,000
+	// at b17 (1,048,536), on line 3+2*17.
+	checkParseErrors(t, []parseErrorCase{{"ladder", checkLadder(40), 37,
+		"check b17: calculated checks expand to more than 1000000 child evaluations"}})
+	mustParse(t, checkLadder(12)) // 16,000 paths: accepted
+	var b strings.Builder
+	b.WriteString("healthroute {\n")
+	for i := range 256 {
+		fmt.Fprintf(&b, "check t%d tcp 127.0.0.1:%d\n", i, i+1)
+	}
+	kids := ""
+	for i := range 256 {
+		kids += fmt.Sprintf(" t%d", i)
+	}
+	for i := range 100 { // 100 wide checks of 256 children each: linear, accepted
+		fmt.Fprintf(&b, "check c%d calculated%s\n", i, kids)
+	}
+	b.WriteString("}")
+	mustParse(t, b.String())
 }

@@ -529,8 +529,34 @@ func resolveChildren(cfg *Config, children map[*health.Spec][]childRef) error {
 			return err
 		}
 	}
+	// Evaluating a calculated check walks its children recursively, a child shared by
+	// several parents once per path: ladders of shared children grow exponentially.
+	// Bound the sum over every check, counted the same way (saturating).
+	size := map[*health.Spec]int{}
+	var expand func(s *health.Spec) int
+	expand = func(s *health.Spec) int {
+		if n, ok := size[s]; ok {
+			return n
+		}
+		n := 1
+		for _, k := range s.Children {
+			n = min(n+expand(k), maxCheckExpansion+1)
+		}
+		size[s] = n
+		return n
+	}
+	total := len(cfg.Checks) - len(order)
+	for _, s := range order {
+		if total += expand(s); total > maxCheckExpansion {
+			return children[s][0].pos.errorf("check %s: calculated checks expand to more than %d child evaluations (a child shared by several parents counts once per path), expected at most %d: share fewer children between nested calculated checks", s.Name, maxCheckExpansion, maxCheckExpansion)
+		}
+	}
 	return nil
 }
+
+// maxCheckExpansion bounds the checks evaluated, counted once per path through
+// calculated checks, to judge every check of a block once.
+const maxCheckExpansion = 1_000_000
 
 // block parses the optional "{ ... }" after a line's arguments, calling each with
 // every line's first token and the rest of that line. It is the one way blocks are
