@@ -106,3 +106,26 @@ func BenchmarkAliasChain(b *testing.B) {
 		})
 	}
 }
+
+// aliasLadder returns a block of depth levels of two failover sets, each aliasing
+// both sets of the level below, over ip groups: 2^depth paths from the top.
+func aliasLadder(depth int) string {
+	var b strings.Builder
+	b.WriteString("healthroute {\nrecord a0.example.org. ip {\ncidr 10.0.0.0/8 A 192.0.2.1\n}\nrecord b0.example.org. ip {\ncidr 10.0.0.0/8 A 192.0.2.2\n}\n")
+	for i := 1; i <= depth; i++ {
+		for _, x := range []string{"a", "b"} {
+			fmt.Fprintf(&b, "record %s%d.example.org. failover {\nprimary alias a%d.example.org.\nsecondary alias b%d.example.org.\n}\n", x, i, i-1, i-1)
+		}
+	}
+	b.WriteString("}")
+	return b.String()
+}
+
+// TestParseRefusesExponentialAliases: judging evaluate target health into ip groups
+// may try every path below a name, 2^40 here, on every query; the block is refused at
+// the first record set past the limit (level 16: 2^17-1 paths), on its line.
+func TestParseRefusesExponentialAliases(t *testing.T) {
+	checkParseErrors(t, []parseErrorCase{{"ladder", aliasLadder(40), 8 + 4*2*15,
+		"record a16.example.org.: aliases reach more than 100000 record sets counted once per path"}})
+	mustParse(t, aliasLadder(15)) // 65,535 paths: accepted
+}

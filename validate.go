@@ -57,8 +57,10 @@ func validate(cfg *Config) error {
 			}
 		}
 	}
-	// Alias cycles, then which types each name serves (aliases inherit their targets').
+	// Alias cycles, then which types each name serves (aliases inherit their targets'),
+	// and how many record sets a query may visit from each name.
 	served := map[string]kinds{}
+	paths := map[string]int{}
 	state := map[string]int{}
 	var visit func(rs *RecordSet, path []string) error
 	visit = func(rs *RecordSet, path []string) error {
@@ -70,6 +72,7 @@ func validate(cfg *Config) error {
 		}
 		state[rs.Name] = 1
 		var k kinds
+		n := 1
 		for _, m := range rs.Members {
 			if m.Kind != KindAlias {
 				k = k.with(m.Kind)
@@ -83,7 +86,12 @@ func validate(cfg *Config) error {
 				return m.pos.errorf("record %s: alias target '%s' serves no records", rs.Name, m.Target)
 			}
 			k |= served[t.Name]
+			n = min(n+paths[t.Name], maxAliasPaths+1)
 		}
+		if n > maxAliasPaths {
+			return rs.pos.errorf("record %s: aliases reach more than %d record sets counted once per path (targets shared by several aliases multiply), expected at most %d", rs.Name, maxAliasPaths, maxAliasPaths)
+		}
+		paths[rs.Name] = n
 		if k.has(KindCNAME) && (k.has(KindA) || k.has(KindAAAA)) {
 			return rs.pos.errorf("record %s: CNAME and A/AAAA at one name (directly or through aliases); a CNAME must be alone", rs.Name)
 		}
@@ -112,6 +120,12 @@ func validate(cfg *Config) error {
 	}
 	return nil
 }
+
+// maxAliasPaths bounds the record sets reachable from one name through aliases,
+// counted once per path. A query descends one path, but judging evaluate target
+// health into client-dependent groups may try every path below a name; aliases that
+// share targets level after level double that count at each level.
+const maxAliasPaths = 100_000
 
 func validateGroup(rs *RecordSet, t Kind, group []*Member) error {
 	if len(group) == 0 {
