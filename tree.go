@@ -65,22 +65,21 @@ type entry struct {
 	a, aaaa, cname *node
 	wild           bool // owner is "*.parent": answers carry the query name
 	set            *RecordSet
-	ttl            uint32
-	aliased        sync.Map // *mnode -> *leaf: leaves of other record sets, named for set
+	aliased        *sync.Map // *mnode -> *leaf: leaves of other record sets, named for set; nil without aliases
 }
 
 // leaf returns n's member mn as e answers it: the member's own leaf when it belongs to
 // e's record set (or e is a wildcard, whose answers are renamed anyway); else a copy
 // named for e, built on first use and kept, so queries after the first allocate
 // nothing and memory grows only with the (name, leaf) pairs actually answered.
-func (e *entry) leaf(n *node, mn *mnode) *leaf {
+func (e *entry) leaf(n *node, mn *mnode, ttl uint32) *leaf {
 	if e.wild || n.set == e.set {
 		return &mn.leaf
 	}
 	if l, ok := e.aliased.Load(mn); ok {
 		return l.(*leaf)
 	}
-	l := newLeaf(e.set.Name, mn.m, e.ttl)
+	l := newLeaf(e.set.Name, mn.m, ttl)
 	v, _ := e.aliased.LoadOrStore(mn, &l)
 	return v.(*leaf)
 }
@@ -141,10 +140,13 @@ func newPlan(cfg *Config) *plan {
 	}
 	memo := map[memoKey]*node{} // one node per record group, shared by every entry
 	for _, rs := range cfg.Records {
-		e := &entry{wild: strings.HasPrefix(rs.Name, "*."), set: rs, ttl: cfg.TTL}
+		e := &entry{wild: strings.HasPrefix(rs.Name, "*."), set: rs}
 		e.a = p.build(rs, dns.TypeA, sets, memo)
 		e.aaaa = p.build(rs, dns.TypeAAAA, sets, memo)
 		e.cname = p.build(rs, dns.TypeCNAME, sets, memo)
+		if !e.wild && hasAlias(e.a, e.aaaa, e.cname) {
+			e.aliased = new(sync.Map)
+		}
 		if e.wild {
 			p.wild[rs.Name[2:]] = e
 		} else {
@@ -178,6 +180,21 @@ func newPlan(cfg *Config) *plan {
 		}
 	}
 	return p
+}
+
+// hasAlias reports whether any of nodes has an alias member.
+func hasAlias(nodes ...*node) bool {
+	for _, n := range nodes {
+		if n == nil {
+			continue
+		}
+		for _, mn := range n.members {
+			if mn.child != nil {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 type memoKey struct {
@@ -723,7 +740,7 @@ func (r *Resolver) walk(t *table, e *entry, n *node, q *Query, ans *Answer) (rrs
 				ans.resortSet = n.set
 			}
 			ans.leaf = nil
-			rrs := r.pickSet(e, n, st)
+			rrs := r.pickSet(e, n, st, t.plan.ttl)
 			if q.trace != nil {
 				r.explain(t, n, q, -1)
 			}
@@ -740,7 +757,7 @@ func (r *Resolver) walk(t *table, e *entry, n *node, q *Query, ans *Answer) (rrs
 		mn := &n.members[i]
 		if mn.child == nil {
 			ans.leaf = mn.m
-			l := e.leaf(n, mn)
+			l := e.leaf(n, mn, t.plan.ttl)
 			if l.rots != nil {
 				return l.rots[r.rand(uint64(len(l.rots)))], dyn
 			}
@@ -775,7 +792,7 @@ const maxMultivalue = 8
 
 // pickSet answers a multivalue node: every candidate when there are at most eight, else
 // eight distinct ones at random, in random order. The slice is the response's own.
-func (r *Resolver) pickSet(e *entry, n *node, st *nodeState) []dns.RR {
+func (r *Resolver) pickSet(e *entry, n *node, st *nodeState, ttl uint32) []dns.RR {
 	k := len(st.cands)
 	var chosen [maxMultivalue]int32
 	if k <= maxMultivalue {
@@ -799,7 +816,7 @@ func (r *Resolver) pickSet(e *entry, n *node, st *nodeState) []dns.RR {
 	}
 	out := make([]dns.RR, 0, size)
 	for _, i := range chosen[:k] {
-		out = append(out, e.leaf(n, &n.members[i]).rrs...)
+		out = append(out, e.leaf(n, &n.members[i], ttl).rrs...)
 	}
 	return out
 }
