@@ -14,6 +14,7 @@ func TestParseRefusesHalfApplied(t *testing.T) {
 	checkParseErrors(t, []parseErrorCase{
 		{"second healthroute", "healthroute {\nttl 5\n}\nhealthroute {\nttl 6\n}", 4, "healthroute is given twice in this server block (first at line 1), expected one healthroute block"},
 		{"second bare healthroute", "healthroute\nhealthroute", 2, "healthroute is given twice"},
+		{"block on the next line", "healthroute\n{\nttl 5\n}", 2, "unexpected '{', expected '{' at the end of the healthroute line"},
 		{"ttl twice", "healthroute {\nttl 1\nttl 2\n}", 3, "ttl is given twice (first at line 2), expected it once"},
 		{"max_probes twice", "healthroute {\nmax_probes 1\nmax_probes 2\n}", 3, "max_probes is given twice"},
 		{"latency_table twice", "healthroute {\nlatency_table a.csv\nlatency_table b.csv\n}", 3, "latency_table is given twice"},

@@ -138,6 +138,9 @@ func parse(c *caddy.Controller) (*Config, error) {
 		return nil, err
 	}
 	if c.Next() { // the dispenser holds every healthroute line of the server block
+		if c.Val() != pluginName { // a block's '{' must be on the directive's line
+			return nil, c.Errf("unexpected '%s', expected '{' at the end of the healthroute line", c.Val())
+		}
 		return nil, c.Errf("healthroute is given twice in this server block (first at line %d), expected one healthroute block per server block", first)
 	}
 	if err := resolveChildren(cfg, children); err != nil {
