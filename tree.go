@@ -12,6 +12,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/healthroute/healthroute/health"
+	"github.com/healthroute/healthroute/view"
 )
 
 // The routing tree has two layers. A plan is built once per configuration: one node
@@ -300,23 +301,9 @@ type table struct {
 	st   []nodeState
 }
 
-// healthy is a check's status in t: an operator's override, else the snapshot's. A
-// calculated check counts its children here, so an override of a child counts too.
-func (t *table) healthy(s *health.Spec) bool {
-	if v, ok := t.over[s.Name]; ok {
-		return v
-	}
-	if s.Type == health.Calculated && !s.Disabled && len(t.over) > 0 {
-		n := 0
-		for _, c := range s.Children {
-			if t.healthy(c) {
-				n++
-			}
-		}
-		return (n >= s.Threshold) != s.Invert
-	}
-	return t.snap.Healthy(s)
-}
+// healthy is a check's status in t, as the health package judges it with t's
+// operator overrides.
+func (t *table) healthy(s *health.Spec) bool { return t.snap.Judge(s, t.over) }
 
 // compile evaluates every node of p against snap and the overrides, children first.
 func compile(p *plan, snap *health.Snapshot, over map[string]bool) *table {
@@ -446,7 +433,7 @@ type Query struct {
 	Client netip.Prefix // ECS prefix, else the source address as a full-length prefix
 	Loc    Location     // the client's location from geoip metadata, when known
 
-	trace *Trace // explain: records each decision; nil on the DNS path
+	trace *view.Trace // explain: records each decision; nil on the DNS path
 }
 
 // Answer is the resolver's reply. RRs and Ns may be shared with other answers: they
@@ -472,13 +459,19 @@ type Resolver struct {
 	over      map[string]bool              // guarded by pubMu
 	published bool                         // a table was published, with metrics and logs; guarded by pubMu
 	latency   atomic.Pointer[latencyTable] // nil: no latency_table
+	cfg       *Config
+	// onPublish is called after each compiled table is swapped in (not for a new
+	// snapshot that changes no routing), under pubMu, with the table replaced and the
+	// time compiling took: metrics and logs hang off it, outside the compile path.
+	onPublish func(prev, next *table, took time.Duration)
 	// Rand returns a uniform number in [0, n); nil uses math/rand/v2. Tests seed it.
 	Rand func(n uint64) uint64
 }
 
 // NewResolver returns a resolver for cfg, answering as if every check were new.
 func NewResolver(cfg *Config) *Resolver {
-	r := &Resolver{plan: newPlan(cfg)}
+	r := &Resolver{plan: newPlan(cfg), cfg: cfg}
+	r.onPublish = r.observePublication
 	if cfg.LatencyTable != "" {
 		if t, err := loadLatencyTable(cfg.LatencyTable, r.plan.regionIDs); err == nil {
 			r.latency.Store(t)
@@ -532,30 +525,8 @@ func (r *Resolver) publishLocked(snap *health.Snapshot) {
 	start := time.Now()
 	t := compile(r.plan, snap, r.over)
 	prev := r.table.Swap(t)
-	compileDuration.Observe(time.Since(start).Seconds())
-	publicationsTotal.Inc()
-	r.logChanges(prev, t)
-}
-
-// logChanges logs, once per change and not per query, each record group that
-// started or stopped answering in its last resort, and sets the check gauges.
-func (r *Resolver) logChanges(prev, t *table) {
-	for _, s := range r.plan.checks {
-		v := 0.0
-		if t.healthy(s) {
-			v = 1
-		}
-		checkHealthy.WithLabelValues(s.Name).Set(v)
-	}
-	for _, n := range r.plan.nodes {
-		was := prev != nil && prev.st[n.id].failOpen
-		if now := t.st[n.id].failOpen; now != was && !n.dynHealth {
-			if now {
-				log.Warningf("record %s %s: every member is unhealthy: answering as if all were healthy (last resort)", n.set.Name, dns.TypeToString[n.qtype])
-			} else if prev != nil {
-				log.Infof("record %s %s: a member is healthy again: last resort over", n.set.Name, dns.TypeToString[n.qtype])
-			}
-		}
+	if r.onPublish != nil {
+		r.onPublish(prev, t, time.Since(start))
 	}
 }
 

@@ -16,7 +16,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/healthroute/healthroute"
+	"github.com/healthroute/healthroute/view"
 )
 
 // metricPrefix starts every healthroute metric family name.
@@ -76,11 +76,11 @@ func getJSON(t *testing.T, url string, v any) string {
 }
 
 // apiChecks returns /v1/checks by check name.
-func apiChecks(t *testing.T, base string) map[string]healthroute.CheckView {
+func apiChecks(t *testing.T, base string) map[string]view.Check {
 	t.Helper()
-	var v struct{ Checks []healthroute.CheckView }
+	var v struct{ Checks []view.Check }
 	getJSON(t, base+"/v1/checks", &v)
-	out := map[string]healthroute.CheckView{}
+	out := map[string]view.Check{}
 	for _, c := range v.Checks {
 		out[c.Name] = c
 	}
