@@ -43,9 +43,9 @@ func (r *Resolver) branchHealthy(t *table, n *node, q *Query) bool {
 	return false
 }
 
-// choose picks a member of a client-dependent node for q, or -1 when no record
+// pickForClient picks a member of a client-dependent node for q, or -1 when no record
 // applies to the client.
-func (r *Resolver) choose(t *table, n *node, q *Query) int32 {
+func (r *Resolver) pickForClient(t *table, n *node, q *Query) int32 {
 	switch n.set.Policy {
 	case Latency, Geoproximity, Geolocation:
 		// The best-ranked healthy member; when none is healthy, the best-ranked

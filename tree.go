@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/coredns/coredns/plugin"
+	"github.com/coredns/coredns/plugin/pkg/dnsutil"
 	"github.com/miekg/dns"
 
 	"github.com/healthroute/healthroute/health"
@@ -253,21 +254,14 @@ func rotations(rrs []dns.RR) [][]dns.RR {
 func soa(zone string, ttl uint32) dns.RR {
 	return &dns.SOA{
 		Hdr:     dns.RR_Header{Name: zone, Rrtype: dns.TypeSOA, Class: dns.ClassINET, Ttl: ttl},
-		Ns:      dnsutilJoin("ns.dns", zone),
-		Mbox:    dnsutilJoin("hostmaster", zone),
+		Ns:      dnsutil.Join("ns.dns", zone),
+		Mbox:    dnsutil.Join("hostmaster", zone),
 		Serial:  1,
 		Refresh: 7200,
 		Retry:   1800,
 		Expire:  86400,
 		Minttl:  ttl,
 	}
-}
-
-func dnsutilJoin(label, zone string) string {
-	if zone == "." {
-		return label + "."
-	}
-	return label + "." + zone
 }
 
 // mode is how a node picks among its candidates.
@@ -337,7 +331,7 @@ func compile(p *plan, snap *health.Snapshot, over map[string]bool) *table {
 				}
 			}
 		}
-		t.st[n.id] = choose(n, ok)
+		t.st[n.id] = staticState(n, ok)
 	}
 	for _, n := range p.nodes {
 		eval(n)
@@ -345,9 +339,9 @@ func compile(p *plan, snap *health.Snapshot, over map[string]bool) *table {
 	return t
 }
 
-// choose applies a policy to a node's member health: ROUTE53.md 1.1-1.6 for the
+// staticState applies a policy to a node's member health: ROUTE53.md 1.1-1.6 for the
 // policies whose choice does not depend on the client.
-func choose(n *node, ok []bool) nodeState {
+func staticState(n *node, ok []bool) nodeState {
 	st := nodeState{ok: ok}
 	var healthy []int32
 	for i, h := range ok {
@@ -366,7 +360,7 @@ func choose(n *node, ok []bool) nodeState {
 		// last resort, which does not depend on health at all.
 		st.healthy, st.failOpen = false, false
 		if n.set.Policy == Weighted {
-			last := choose(&node{set: n.set, members: n.members}, make([]bool, len(ok)))
+			last := staticState(&node{set: n.set, members: n.members}, make([]bool, len(ok)))
 			st.mode, st.cands, st.cum = last.mode, last.cands, last.cum
 		}
 		return st
@@ -648,7 +642,7 @@ func (r *Resolver) walk(t *table, n *node, q *Query, ans *Answer) (rrs []dns.RR,
 		switch {
 		case n.dynOrder || n.dynHealth:
 			dyn = true
-			if i = r.choose(t, n, q); i >= 0 && !r.memberOK(t, n, i, q) {
+			if i = r.pickForClient(t, n, q); i >= 0 && !r.memberOK(t, n, i, q) {
 				ans.resortSet = n.set // chose an unhealthy member: no healthy one applied
 			}
 			if i < 0 {
