@@ -87,7 +87,7 @@ func (h *HealthRoute) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns
 }
 
 // client returns where the query comes from: the EDNS Client Subnet prefix when the
-// query has one (ROUTE53.md 3.4), else the source address. ok is false for an ECS
+// query has one (docs/routing.md#ecs), else the source address. ok is false for an ECS
 // option that RFC 7871 calls malformed.
 func client(w dns.ResponseWriter, r *dns.Msg) (cl netip.Prefix, ecs *dns.EDNS0_SUBNET, ok bool) {
 	if o := r.IsEdns0(); o != nil {

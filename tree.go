@@ -18,7 +18,7 @@ import (
 
 // The routing tree has two layers. A plan is built once per configuration: one node
 // per (entry name, record set, type), with every leaf's RRs prebuilt for the name a
-// client asks for (alias answers are flattened, ROUTE53.md 3.3). A table is built from
+// client asks for (alias answers are flattened, docs/routing.md#answers). A table is built from
 // a plan and a health snapshot each time health changes: for every node, the members a
 // query may pick and how. Queries read one table through an atomic pointer and never
 // evaluate health themselves.
@@ -34,7 +34,7 @@ type node struct {
 	// dynOrder: the policy ranks members by the client (latency, geolocation,
 	// geoproximity, ip). dynHealth: whether a healthy answer exists depends on the
 	// client (geolocation and ip groups, and groups that evaluate target health into
-	// them; ROUTE53.md decision 5). Static nodes are decided entirely at compile.
+	// them; docs/routing.md#evaluate-target-health). Static nodes are decided entirely at compile.
 	dynOrder, dynHealth bool
 	ip                  prefixIndex[int32] // ip: block -> member index
 	ipDefault           int32              // ip and geolocation: the default member, -1 for none
@@ -236,7 +236,7 @@ func leafRRs(owner string, m *Member, ttl uint32) []dns.RR {
 }
 
 // rotations returns every rotation of rrs, each capped, so that a query can answer
-// several values "in random order" (ROUTE53.md 1.3) by picking one, without copying.
+// several values "in random order" (docs/routing.md#simple) by picking one, without copying.
 // A single value needs none.
 func rotations(rrs []dns.RR) [][]dns.RR {
 	if len(rrs) < 2 {
@@ -339,7 +339,7 @@ func compile(p *plan, snap *health.Snapshot, over map[string]bool) *table {
 	return t
 }
 
-// staticState applies a policy to a node's member health: ROUTE53.md 1.1-1.6 for the
+// staticState applies a policy to a node's member health: docs/routing.md#choose for the
 // policies whose choice does not depend on the client.
 func staticState(n *node, ok []bool) nodeState {
 	st := nodeState{ok: ok}
@@ -372,7 +372,7 @@ func staticState(n *node, ok []bool) nodeState {
 		st.mode, st.cands = pickFirst, all[:1]
 	case Failover:
 		// Primary first; the secondary when the primary is unhealthy; the primary
-		// again when both are (ROUTE53.md 1.5).
+		// again when both are (docs/routing.md#failover).
 		order := make([]int32, 0, 2)
 		for _, r := range []Role{Primary, Secondary} {
 			for i, mn := range n.members {
@@ -390,7 +390,7 @@ func staticState(n *node, ok []bool) nodeState {
 		}
 	case Weighted:
 		// Healthy nonzero weights by weight; else healthy zero weights uniformly; else
-		// the last resort: all nonzero by weight, or all uniformly (ROUTE53.md 1.4).
+		// the last resort: all nonzero by weight, or all uniformly (docs/routing.md#weighted).
 		pool := healthy
 		if !st.healthy {
 			pool = all
@@ -624,7 +624,7 @@ func (p *plan) lookup(name, zone string) *entry {
 	return nil
 }
 
-// scope is the ECS scope prefix length of an answer (RFC 7871; ROUTE53.md decision 8).
+// scope is the ECS scope prefix length of an answer (RFC 7871; docs/routing.md#ecs).
 func scope(dyn bool, q *Query) uint8 {
 	if !dyn {
 		return 0
@@ -702,7 +702,7 @@ func (r *Resolver) pick(st *nodeState) int32 {
 	return st.cands[0]
 }
 
-// maxMultivalue is how many records a multivalue answer holds at most (ROUTE53.md 1.6).
+// maxMultivalue is how many records a multivalue answer holds at most (docs/routing.md#multivalue).
 const maxMultivalue = 8
 
 // pickSet answers a multivalue node: every candidate when there are at most eight, else
