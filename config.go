@@ -5,9 +5,7 @@ import (
 	"net/netip"
 
 	"github.com/coredns/coredns/plugin/pkg/fall"
-
 	"github.com/healthroute/healthroute/health"
-	"github.com/healthroute/healthroute/health/fleet"
 )
 
 // Policy is a record set's routing policy.
@@ -81,7 +79,7 @@ type Config struct {
 	Checks       map[string]*health.Spec // by name
 	Records      []*RecordSet            // in Corefile order
 	MaxInFlight  int
-	Fleet        *fleet.Config // nil: this instance judges alone
+	Fleet        *fleetConfig // nil: this instance judges alone
 
 	members int // how many members Records hold; Member.idx counts up to it
 }

@@ -11,15 +11,20 @@ import (
 	"github.com/miekg/dns"
 )
 
-// parsePolicy maps a Corefile spelling to a Policy; ok is false for an unknown one.
-func parsePolicy(s string) (p Policy, ok bool) {
-	for i, n := range policyNames {
+// parsePolicy maps a Corefile spelling to a Policy. Policies whose selection is not
+// built yet are refused here, with a clear message, rather than answering wrongly.
+func parsePolicy(s string) (Policy, bool) {
+	for p, n := range policyNames {
 		if n != "" && n == s {
-			return Policy(i), true
+			return Policy(p), supported[Policy(p)]
 		}
 	}
 	return 0, false
 }
+
+// supported lists the policies the resolver implements.
+var supported = map[Policy]bool{Simple: true, Weighted: true, Latency: true, Failover: true,
+	Geolocation: true, Geoproximity: true, Multivalue: true, IPBased: true}
 
 // parseRecord reads `record NAME POLICY { MEMBERS }`.
 func parseRecord(c *caddy.Controller, cfg *Config) (*RecordSet, error) {
@@ -521,7 +526,7 @@ type kinds uint8
 func (k kinds) with(x Kind) kinds { return k | 1<<x }
 func (k kinds) has(x Kind) bool   { return k&(1<<x) != 0 }
 
-// qtype maps a member kind to its RR type.
+// qtypeKind maps a member kind to its RR type.
 func (k Kind) qtype() uint16 {
 	switch k {
 	case KindA:
