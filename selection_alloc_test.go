@@ -7,9 +7,9 @@ import (
 	"github.com/miekg/dns"
 )
 
-// allocBlock has one record set per routing policy, plus alias trees with evaluate
+// selectionAllocBlock has one record set per routing policy, plus alias trees with evaluate
 // target health into static and client-dependent groups.
-const allocBlock = `healthroute {` + checks + `
+const selectionAllocBlock = `healthroute {` + checks + `
 	region us-east-1 38.9 -77.0
 	region eu-west-1 53.3 -6.3
 	record simple.example.org. simple {
@@ -62,7 +62,7 @@ const allocBlock = `healthroute {` + checks + `
 // last resort, with and without a client location. The one allocation is a
 // multivalue answer's record slice, which differs per query.
 func TestSelectionAllocatesNothing(t *testing.T) {
-	r, cfg := testResolver(t, allocBlock)
+	r, cfg := testResolver(t, selectionAllocBlock)
 	r.Rand = nil // the production random source
 	us := Location{Country: "US", Continent: "NA", Lat: 40.7, Lon: -74, HasCoords: true}
 	ie := Location{Country: "IE", Continent: "EU", Lat: 53.3, Lon: -6.3, HasCoords: true}
