@@ -164,10 +164,10 @@ func (s *server) getExplain(w http.ResponseWriter, r *http.Request) {
 		}
 		q.Lat, q.Lon, q.HasCoords = lat, lon, true
 	}
-	var block Block
+	var block Block // the block with the longest zone that holds name
 	best := ""
 	for _, b := range s.op.Blocks() {
-		if z := plugin.Zones(b.Zones()).Matches(name); len(z) > len(best) || (z != "" && block == nil) {
+		if z := plugin.Zones(b.Zones()).Matches(name); len(z) > len(best) {
 			block, best = b, z
 		}
 	}
