@@ -87,3 +87,32 @@ func TestStatusPageRender(t *testing.T) {
 	}
 	_ = h
 }
+
+// TestStatusPageSharedGroup: a group two aliases point to is drawn in full once; the
+// second drawing links to the first and says how many members it has.
+func TestStatusPageSharedGroup(t *testing.T) {
+	op, _ := statusServer(t, `healthroute {`+checks+`
+		record a.example.org. weighted {
+			weight 10 alias shared.example.org.
+			weight 10 A 192.0.2.9
+		}
+		record b.example.org. failover {
+			primary   alias shared.example.org.
+			secondary A 192.0.2.8
+		}
+		record shared.example.org. weighted {
+			weight 10 A 192.0.2.1 check c1
+			weight 10 A 192.0.2.2 check c2
+		}
+	}`, "c1")
+	code, page := getStatus(t, op, "")
+	if code != http.StatusOK {
+		t.Fatalf("GET /: %d\n%s", code, page)
+	}
+	if n := strings.Count(page, `id="record-shared.example.org.-A"`); n != 1 {
+		t.Errorf("the shared group has %d anchors, want 1", n)
+	}
+	if !strings.Contains(page, `Its 2 members are drawn <a href="#record-shared.example.org.-A">above</a>`) {
+		t.Errorf("the second drawing does not link to the first:\n%s", page)
+	}
+}
