@@ -33,7 +33,7 @@ func setup(c *caddy.Controller) error {
 	if err != nil {
 		return plugin.Error(pluginName, err)
 	}
-	h := New(cfg, shared)
+	h := New(cfg)
 	c.OnStartup(h.OnStartup)   // acquire shared state, start probing; never in parse
 	c.OnShutdown(h.OnShutdown) // on reload this runs after the new instance started
 	dnsserver.GetConfig(c).AddPlugin(func(n plugin.Handler) plugin.Handler { h.Next = n; return h })
@@ -198,14 +198,6 @@ func parseAPI(c *caddy.Controller, args []string) (*APIConfig, error) {
 		return nil
 	})
 	return a, err
-}
-
-// rootPath returns path, taken from the server's root when relative.
-func rootPath(c *caddy.Controller, path string) string {
-	if filepath.IsAbs(path) {
-		return path
-	}
-	return filepath.Join(dnsserver.GetConfig(c).Root, path)
 }
 
 func parseRegion(c *caddy.Controller, args []string) (Region, error) {
@@ -621,6 +613,15 @@ func (s seen) once(c *caddy.Controller, prefix, key string) error {
 	}
 	s[key] = c.Line()
 	return nil
+}
+
+// rootPath resolves a file named in the Corefile: a relative path is relative to the
+// server's root directory (the root plugin), as CoreDNS's file plugin reads it.
+func rootPath(c *caddy.Controller, path string) string {
+	if filepath.IsAbs(path) {
+		return path
+	}
+	return filepath.Join(dnsserver.GetConfig(c).Root, path)
 }
 
 // normalizeName checks that n is a domain name and returns it lower-cased and fully
