@@ -5,6 +5,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/healthroute/healthroute/view"
 )
 
 // TestParseRefusesHalfApplied: what used to be accepted and silently ignored or
@@ -105,7 +107,7 @@ func TestValidCoords(t *testing.T) {
 		{0, 0, true}, {90, 180, true}, {-90, -180, true},
 		{nan, 0, false}, {0, nan, false}, {inf, 0, false}, {0, -inf, false}, {90.0001, 0, false}, {0, -180.0001, false},
 	} {
-		if got := ValidCoords(c.lat, c.lon); got != c.ok {
+		if got := view.ValidCoords(c.lat, c.lon); got != c.ok {
 			t.Errorf("ValidCoords(%v, %v) = %v, want %v", c.lat, c.lon, got, c.ok)
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/healthroute/healthroute/health"
+	"github.com/healthroute/healthroute/view"
 )
 
 const pluginName = "healthroute"
@@ -219,13 +220,7 @@ const coordsWant = "LATITUDE (-90..90) LONGITUDE (-180..180) in decimal degrees"
 func parseCoords(lat, lon string) (float64, float64, bool) {
 	la, err1 := strconv.ParseFloat(lat, 64)
 	lo, err2 := strconv.ParseFloat(lon, 64)
-	return la, lo, err1 == nil && err2 == nil && ValidCoords(la, lo)
-}
-
-// ValidCoords reports whether lat and lon are a place on the globe in degrees:
-// latitude within -90..90, longitude within -180..180, neither NaN nor infinite.
-func ValidCoords(lat, lon float64) bool {
-	return lat >= -90 && lat <= 90 && lon >= -180 && lon <= 180 // false for NaN
+	return la, lo, err1 == nil && err2 == nil && view.ValidCoords(la, lo)
 }
 
 // childRef is a calculated check's child, by name, with where it was named.

@@ -158,8 +158,8 @@ func (s *server) getExplain(w http.ResponseWriter, r *http.Request) {
 	if qv.Get("lat") != "" || qv.Get("lon") != "" {
 		lat, err1 := strconv.ParseFloat(qv.Get("lat"), 64)
 		lon, err2 := strconv.ParseFloat(qv.Get("lon"), 64)
-		if err1 != nil || err2 != nil {
-			apiError(w, http.StatusBadRequest, "lat, lon: expected decimal degrees")
+		if err1 != nil || err2 != nil || !view.ValidCoords(lat, lon) {
+			apiError(w, http.StatusBadRequest, "lat, lon: expected decimal degrees, latitude -90..90 and longitude -180..180")
 			return
 		}
 		q.Lat, q.Lon, q.HasCoords = lat, lon, true
