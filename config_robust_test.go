@@ -3,6 +3,9 @@ package healthroute
 import (
 	"fmt"
 	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 
@@ -148,4 +151,45 @@ func TestParseRefusesExponentialChecks(t *testing.T) {
 	}
 	b.WriteString("}")
 	mustParse(t, b.String())
+}
+
+// TestOverrideRefusesShortTokenAfterRotation: the token file is read on each override;
+// emptied or shortened since startup (a rotation caught halfway, or emptied to
+// disable overrides), it authorises nothing, not even an empty bearer token.
+func TestOverrideRefusesShortTokenAfterRotation(t *testing.T) {
+	op, h := statusServer(t, explainBlock)
+	token := writeFile(t, "token", "0123456789abcdef0123\n")
+	api := op.Handler(token)
+	post := func(bearer string) int {
+		req := httptest.NewRequest(http.MethodPost, "/v1/checks/c1/override", strings.NewReader("unhealthy"))
+		req.Header.Set("Content-Type", "text/plain")
+		req.Header.Set("Authorization", "Bearer "+bearer)
+		rec := httptest.NewRecorder()
+		api.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	c1Healthy := func() bool {
+		for _, c := range h.Checks() {
+			if c.Name == "c1" {
+				return c.Healthy
+			}
+		}
+		t.Fatal("no check c1")
+		return false
+	}
+	for _, content := range []string{"", " \n", "short\n", "0123456789abcde\n"} {
+		if err := os.WriteFile(token, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		bearer := strings.TrimSpace(content)
+		if code := post(bearer); code != http.StatusForbidden || !c1Healthy() {
+			t.Errorf("token file %q, bearer %q: %d, c1 healthy=%t; want 403 and no override", content, bearer, code, c1Healthy())
+		}
+	}
+	if err := os.WriteFile(token, []byte("0123456789abcdef\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code := post("0123456789abcdef"); code != http.StatusOK || c1Healthy() {
+		t.Errorf("a 16-character token: %d, c1 healthy=%t; want 200 and c1 forced unhealthy", code, c1Healthy())
+	}
 }

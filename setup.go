@@ -20,6 +20,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/healthroute/healthroute/health"
+	"github.com/healthroute/healthroute/operator"
 	"github.com/healthroute/healthroute/view"
 )
 
@@ -161,9 +162,6 @@ func parse(c *caddy.Controller) (*Config, error) {
 	return cfg, nil
 }
 
-// minTokenLen is the shortest API token accepted.
-const minTokenLen = 16
-
 // parseAPI reads `api ADDRESS [{ token_file FILE }]`.
 func parseAPI(c *caddy.Controller, args []string) (*APIConfig, error) {
 	if len(args) != 1 {
@@ -189,8 +187,8 @@ func parseAPI(c *caddy.Controller, args []string) (*APIConfig, error) {
 			if err != nil {
 				return c.Errf("api: token_file: %v", err)
 			}
-			if n := len(strings.TrimSpace(string(tok))); n < minTokenLen {
-				return c.Errf("api: token_file: %s holds a token of %d characters, expected at least %d (openssl rand -base64 32 prints one)", path, n, minTokenLen)
+			if n := len(strings.TrimSpace(string(tok))); n < operator.MinTokenLen {
+				return c.Errf("api: token_file: %s holds a token of %d characters, expected at least %d (openssl rand -base64 32 prints one)", path, n, operator.MinTokenLen)
 			}
 			a.TokenFile = path
 		default:

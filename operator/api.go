@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -198,6 +199,10 @@ func parseClient(s string) (netip.Prefix, error) {
 	return netip.PrefixFrom(a, a.BitLen()), nil
 }
 
+// MinTokenLen is the shortest bearer token accepted: setup refuses a shorter one, and
+// an override request finding one (a file emptied or rewritten since) is refused.
+const MinTokenLen = 16
+
 // postOverride handles POST /v1/checks/NAME/override with healthy, unhealthy or none
 // (as the body, or the form field state), authorised by the bearer token.
 func (s *server) postOverride(w http.ResponseWriter, r *http.Request) {
@@ -214,8 +219,13 @@ func (s *server) postOverride(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusForbidden, "overrides are disabled: the token file cannot be read")
 		return
 	}
+	token := strings.TrimSpace(string(want))
+	if len(token) < MinTokenLen { // emptied or shortened since startup: never matches
+		apiError(w, http.StatusForbidden, fmt.Sprintf("overrides are disabled: the token file holds %d characters, expected at least %d", len(token), MinTokenLen))
+		return
+	}
 	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(strings.TrimSpace(string(want)))) != 1 {
+	if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(token)) != 1 {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="healthroute"`)
 		apiError(w, http.StatusUnauthorized, "a valid bearer token is required")
 		return
