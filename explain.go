@@ -2,6 +2,7 @@ package healthroute
 
 import (
 	"fmt"
+	"net/netip"
 	"strings"
 
 	"github.com/miekg/dns"
@@ -23,6 +24,10 @@ type Step struct {
 	ClientDependent bool        `json:"client_dependent"`
 	LastResort      bool        `json:"last_resort"` // no member was healthy: fail-open
 	NoRecord        bool        `json:"no_record,omitempty"`
+	// Scope is the ECS scope this step asks for (the answer's is the largest of any
+	// step), ScopeReason why.
+	Scope       uint8       `json:"ecs_scope"`
+	ScopeReason string      `json:"ecs_scope_reason"`
 	Members         []Candidate `json:"members"`
 }
 
@@ -53,6 +58,10 @@ func (r *Resolver) explain(t *table, n *node, q *Query, chosen int32) {
 		Record: n.set.Name, Type: dns.TypeToString[n.qtype], Policy: n.set.Policy.String(),
 		ClientDependent: n.dynOrder || n.dynHealth,
 	}
+	if step.ClientDependent {
+		step.Scope = r.nodeScope(n, q)
+	}
+	step.ScopeReason = r.scopeReason(n, q, step.Scope)
 	anyOK, applicable := false, false
 	for i := range n.members {
 		mn := &n.members[i]
@@ -160,4 +169,36 @@ func policyKey(m *Member, p Policy) string {
 		return "value"
 	}
 	return ""
+}
+
+// scopeReason says why node n asks for ECS scope s for q; it follows nodeScope's cases.
+func (r *Resolver) scopeReason(n *node, q *Query, s uint8) string {
+	src := uint8(q.Client.Bits())
+	block := netip.PrefixFrom(q.Client.Addr(), int(s)).Masked()
+	for i := range n.members {
+		if mn := &n.members[i]; mn.m.ETH && mn.child != nil && mn.child.dynHealth && s > 0 && r.nodeScope(mn.child, q) == s {
+			return fmt.Sprintf("/%d: evaluate_target_health into %s, whose health depends on the client", s, mn.m.Target)
+		}
+	}
+	switch {
+	case !(n.dynOrder || n.dynHealth):
+		return "not client-dependent: the same choice for every client"
+	case n.set.Policy == IPBased && s > src:
+		return fmt.Sprintf("/%d: a block that long lies inside the client's /%d and may answer differently (RFC 7871 7.2.1)", s, src)
+	case n.set.Policy == IPBased && s > 0:
+		return fmt.Sprintf("/%d: every address in %s matches the same block", s, block)
+	case n.set.Policy == IPBased:
+		return "no block of the client's address family: the default for every client"
+	case n.set.Policy == Latency && n.byLoc:
+		return fmt.Sprintf("/%d: the client's geoip coordinates rank the regions", s)
+	case n.set.Policy == Latency && s > 0:
+		return fmt.Sprintf("/%d: every address in %s has the same latency_table row", s, block)
+	case n.set.Policy == Latency:
+		return "no latency_table row and no region coordinates: listed order, the same for every client"
+	case n.byLoc:
+		return fmt.Sprintf("/%d: the client's geoip location", s)
+	case n.set.Policy == Geolocation:
+		return "only a default record: the same for every client"
+	}
+	return "the same choice for every client"
 }
