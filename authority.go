@@ -89,4 +89,3 @@ func authorityDefaults(cfg *Config, now time.Time) error {
 	}
 	return nil
 }
-

@@ -83,7 +83,7 @@ type Config struct {
 	SOA          SOAConfig    // the zones' SOA fields
 	NS           []string     // the zones' apex NS names, normalized; nil: no apex NS
 
-	members int // how many members Records hold; Member.idx counts up to it
+	members int  // how many members Records hold; Member.idx counts up to it
 	soaSet  bool // the soa property set the serial and timers
 	nsPos   pos  // where ns was given
 }

@@ -59,9 +59,9 @@ type entry struct {
 type plan struct {
 	ttl    uint32
 	zones  []string
-	names  map[string]*entry // exact owners
-	wild   map[string]*entry // wildcard owners, keyed by the parent of "*."
-	exists map[string]bool   // every owner and empty non-terminal
+	names  map[string]*entry   // exact owners
+	wild   map[string]*entry   // wildcard owners, keyed by the parent of "*."
+	exists map[string]bool     // every owner and empty non-terminal
 	soa    map[string][]dns.RR // by zone: the apex SOA answer
 	neg    map[string][]dns.RR // by zone: the SOA of negative answers (RFC 2308 TTL)
 	ns     map[string][]dns.RR // by zone: the apex NS answer; nil without `ns`
@@ -281,8 +281,8 @@ func soa(zone string, ttl uint32, c *SOAConfig, ns []string) dns.RR {
 		rname = dnsutilJoin("hostmaster", zone)
 	}
 	return &dns.SOA{
-		Hdr:  dns.RR_Header{Name: zone, Rrtype: dns.TypeSOA, Class: dns.ClassINET, Ttl: ttl},
-		Ns:   mname, Mbox: rname, Serial: c.Serial,
+		Hdr: dns.RR_Header{Name: zone, Rrtype: dns.TypeSOA, Class: dns.ClassINET, Ttl: ttl},
+		Ns:  mname, Mbox: rname, Serial: c.Serial,
 		Refresh: c.Refresh, Retry: c.Retry, Expire: c.Expire, Minttl: c.Minimum,
 	}
 }
