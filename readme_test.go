@@ -39,7 +39,7 @@ func TestCorefileExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`(?s)\n\s*(healthroute \{.*\n    \})\n`).FindSubmatch(b)
+	m := regexp.MustCompile(`(?s)\n\s*(healthroute \{.*?\n    \})\n`).FindSubmatch(b)
 	if m == nil {
 		t.Fatal("Corefile.example has no healthroute block")
 	}
