@@ -175,9 +175,9 @@ func policyKey(m *Member, p Policy) string {
 func (r *Resolver) scopeReason(n *node, q *Query, s uint8) string {
 	src := uint8(q.Client.Bits())
 	block := netip.PrefixFrom(q.Client.Addr(), int(s)).Masked()
-	for i := range n.members {
-		if mn := &n.members[i]; mn.m.ETH && mn.child != nil && mn.child.dynHealth && s > 0 && r.nodeScope(mn.child, q) == s {
-			return fmt.Sprintf("/%d: evaluate_target_health into %s, whose health depends on the client", s, mn.m.Target)
+	for _, c := range n.healthKids {
+		if s > 0 && r.nodeScope(c, q) == s {
+			return fmt.Sprintf("/%d: evaluate_target_health into %s, whose health depends on the client", s, c.set.Name)
 		}
 	}
 	switch {

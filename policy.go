@@ -219,10 +219,8 @@ func (r *Resolver) nodeScope(n *node, q *Query) uint8 {
 			s = uint8(q.Client.Bits())
 		}
 	}
-	for i := range n.members { // evaluate target health into client-dependent targets
-		if mn := &n.members[i]; mn.m.ETH && mn.child != nil && mn.child.dynHealth {
-			s = max(s, r.nodeScope(mn.child, q))
-		}
+	for _, c := range n.healthKids { // evaluate target health into client-dependent targets
+		s = max(s, r.nodeScope(c, q))
 	}
 	return s
 }

@@ -3,6 +3,7 @@ package healthroute
 import (
 	"math/rand/v2"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -36,6 +37,7 @@ type node struct {
 	// them; ROUTE53.md decision 5). Static nodes are decided entirely at compile.
 	dynOrder, dynHealth bool
 	byLoc               bool               // the client's geoip location can change the choice
+	healthKids          []*node            // evaluate target health into client-dependent health: their scope counts
 	ip                  prefixIndex[int32] // ip: block -> member index
 	ipDefault           int32              // ip and geolocation: the default member, -1 for none
 }
@@ -190,6 +192,9 @@ func (p *plan) build(owner string, rs *RecordSet, qtype uint16, sets map[string]
 			}
 			mn = mnode{m: m, child: child}
 			n.dynHealth = n.dynHealth || (m.ETH && child.dynHealth)
+			if m.ETH && child.dynHealth && !slices.Contains(n.healthKids, child) {
+				n.healthKids = append(n.healthKids, child)
+			}
 		case m.Kind.qtype() == qtype:
 			mn = mnode{m: m, rrs: leafRRs(owner, m, p.ttl)}
 			mn.rots = rotations(mn.rrs)

@@ -488,3 +488,28 @@ func BenchmarkResolveCNAMEChase(b *testing.B) {
 		r.Resolve(q)
 	}
 }
+
+// TestScopeThroughETH: a static policy whose members evaluate target health into a
+// client-dependent record asks for that record's scope.
+func TestScopeThroughETH(t *testing.T) {
+	r, _ := testResolver(t, `healthroute {
+		record w.example.org. weighted {
+			weight 1 alias net.example.org. evaluate_target_health
+		}
+		record net.example.org. ip {
+			cidr 192.0.2.0/24 A 192.0.2.10
+		}
+		record plain.example.org. weighted {
+			weight 1 alias net2.example.org.
+		}
+		record net2.example.org. simple {
+			A 192.0.2.20
+		}
+	}`)
+	if ans := r.Resolve(Query{Name: "w.example.org.", Type: dns.TypeA, Client: netip.MustParsePrefix("192.0.0.0/16")}); ans.Scope != 24 {
+		t.Errorf("weighted with evaluate_target_health into ip: scope %d, want the ip record's 24", ans.Scope)
+	}
+	if ans := r.Resolve(Query{Name: "plain.example.org.", Type: dns.TypeA, Client: netip.MustParsePrefix("192.0.0.0/16")}); ans.Scope != 0 {
+		t.Errorf("static tree: scope %d, want 0", ans.Scope)
+	}
+}
