@@ -36,10 +36,10 @@ type node struct {
 	// client (geolocation and ip groups, and groups that evaluate target health into
 	// them; ROUTE53.md decision 5). Static nodes are decided entirely at compile.
 	dynOrder, dynHealth bool
-	byLoc               bool               // the client's geoip location can change the choice
-	healthKids          []*node            // evaluate target health into client-dependent health: their scope counts
-	ip                  prefixIndex[int32] // ip: block -> member index
-	ipDefault           int32              // ip and geolocation: the default member, -1 for none
+	byLoc               bool                // the client's geoip location can change the choice
+	healthKids          []*node             // evaluate target health into client-dependent health: their scope counts
+	ip                  *prefixIndex[int32] // ip: block -> member index; nil for other policies
+	ipDefault           int32               // ip and geolocation: the default member, -1 for none
 }
 
 // mnode is a member of a node: a leaf with prebuilt RRs, or an alias to a child node.
@@ -176,6 +176,9 @@ func (p *plan) build(owner string, rs *RecordSet, qtype uint16, sets map[string]
 		return n
 	}
 	n := &node{set: rs, qtype: qtype, ipDefault: -1}
+	if rs.Policy == IPBased {
+		n.ip = &prefixIndex[int32]{}
+	}
 	switch rs.Policy {
 	case Latency, Geoproximity:
 		n.dynOrder = true
