@@ -88,8 +88,8 @@ func (h *HealthRoute) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns
 		}
 		echoECS(m, r, ecs, scope)
 	}
+	h.count(metrics.WithServer(ctx), &ans) // before the client has the answer, so a scrape after it sees the count
 	w.WriteMsg(m)
-	h.count(metrics.WithServer(ctx), &ans)
 	return dns.RcodeSuccess, nil
 }
 
