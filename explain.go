@@ -14,6 +14,10 @@ import (
 // so an explanation cannot disagree with an answer.
 type Trace struct {
 	Steps []Step `json:"steps"`
+	// NextPlugin: no record of the block answers this name and type, and with
+	// fallthrough the next plugin in the server block does (the answer shown is
+	// what the block would give without it).
+	NextPlugin bool `json:"next_plugin,omitempty"`
 }
 
 // Step is one record set visited on the way to the answer.
@@ -47,7 +51,9 @@ type Candidate struct {
 func (r *Resolver) Explain(q Query) (Answer, *Trace) {
 	tr := &Trace{}
 	q.trace = tr
-	return r.resolve(&q), tr
+	ans := r.resolve(&q)
+	tr.NextPlugin = ans.Pass && r.plan.fall.Through(q.Name)
+	return ans, tr
 }
 
 // explain records the decision at node n; chosen is the member picked (-1: a

@@ -513,3 +513,27 @@ func TestScopeThroughETH(t *testing.T) {
 		t.Errorf("static tree: scope %d, want 0", ans.Scope)
 	}
 }
+
+// TestExplainNextPlugin: explain says when the next plugin answers instead.
+func TestExplainNextPlugin(t *testing.T) {
+	r, _ := testResolver(t, `healthroute {
+		fallthrough
+		record www.example.org. simple {
+			A 192.0.2.1
+		}
+	}`)
+	for _, tc := range []struct {
+		name  string
+		qtype uint16
+		next  bool
+	}{
+		{"www.example.org.", dns.TypeA, false},
+		{"www.example.org.", dns.TypeTXT, true},
+		{"example.org.", dns.TypeSOA, true},
+		{"nope.example.org.", dns.TypeA, true},
+	} {
+		if _, tr := r.Explain(Query{Name: tc.name, Type: tc.qtype, Client: testClient}); tr.NextPlugin != tc.next {
+			t.Errorf("%s %s: next_plugin %t, want %t", tc.name, dns.TypeToString[tc.qtype], tr.NextPlugin, tc.next)
+		}
+	}
+}
