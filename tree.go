@@ -695,7 +695,7 @@ func (r *Resolver) chase(t *table, q *Query, ans *Answer) {
 		}
 		chain = append(chain, next.RRs...)
 		ans.Scope = max(ans.Scope, next.Scope)
-		ans.Rcode, ans.Ns, ans.Zone = next.Rcode, next.Ns, next.Zone
+		ans.Rcode, ans.Ns = next.Rcode, next.Ns // Zone stays the question's (metrics)
 		if !next.chase {
 			break
 		}
