@@ -193,20 +193,7 @@ func TestZonesCNAMEChains(t *testing.T) {
 // zones through, so a client-dependent answer never reaches another client and an
 // override is seen at once, whatever the record's TTL.
 func TestZonesCacheInFront(t *testing.T) {
-	tokenFile, token := zonesTokenFile(t)
-	port, apiPort := coretest.FreePort(t), coretest.FreePort(t)
-	api := fmt.Sprintf("127.0.0.1:%d", apiPort)
-	s := coretest.Start(t, fmt.Sprintf(`example.org:%d {
-	bind 127.0.0.1
-	cache 3600
-	healthroute {
-		ttl 300
-		api %s {
-			token_file %s
-		}
-		check sw tcp 127.0.0.1:1 {
-			disabled
-		}
+	s, api, token := zonesSwitchable(t, "cache 3600", `
 		record net.example.org. ip {
 			cidr 192.0.2.0/24 A 192.0.2.10
 			default A 198.51.100.10
@@ -214,9 +201,7 @@ func TestZonesCacheInFront(t *testing.T) {
 		record www.example.org. failover {
 			primary A 192.0.2.1 check sw
 			secondary A 192.0.2.2
-		}
-	}
-}`, port, api, tokenFile), port, "www.example.org")
+		}`)
 	for range 2 {
 		if got := zonesAddrs(zonesAsk(t, s.Addr, "net.example.org.", dns.TypeA, "192.0.2.0/24")); got != "192.0.2.10" {
 			t.Fatalf("client in 192.0.2.0/24: %s, want 192.0.2.10", got)

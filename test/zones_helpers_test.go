@@ -93,29 +93,35 @@ func zonesAddrs(m *dns.Msg) string {
 // zonesOverride forces a check's status through the HTTP API.
 func zonesOverride(t *testing.T, api, token, check, state string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, "http://"+api+"/v1/checks/"+check+"/override", strings.NewReader(state))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("override %s %s: %s", check, state, resp.Status)
+	if code, body := httpDo(t, http.MethodPost, "http://"+api+"/v1/checks/"+check+"/override", token, state); code != http.StatusOK {
+		t.Fatalf("override %s %s: %d %s", check, state, code, body)
 	}
 }
 
-// zonesTokenFile writes an API token into a file and returns both.
-func zonesTokenFile(t *testing.T) (path, token string) {
-	token = "zones-test-token-0123456789"
-	path = filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(path, []byte(token+"\n"), 0o600); err != nil {
-		t.Fatal(err)
+// zonesSwitchable starts CoreDNS with an API and a disabled (so healthy) check sw that
+// zonesOverride turns, and records (healthroute block lines); extra goes into the
+// server block. It returns the server, the API address and its token.
+func zonesSwitchable(t *testing.T, extra, records string) (*coretest.Server, string, string) {
+	t.Helper()
+	const token = "zones-test-token-0123456789"
+	tokenFile := writeToken(t, t.TempDir(), token)
+	port, apiPort := coretest.FreePort(t), coretest.FreePort(t)
+	api := fmt.Sprintf("127.0.0.1:%d", apiPort)
+	s := coretest.Start(t, fmt.Sprintf(`example.org:%d {
+	bind 127.0.0.1
+	%s
+	healthroute {
+		ttl 300
+		api %s {
+			token_file %s
+		}
+		check sw tcp 127.0.0.1:1 {
+			disabled
+		}
+%s
 	}
-	return path, token
+}`, port, extra, api, tokenFile, records), port, "example.org")
+	return s, api, token
 }
 
 // zonesProc is a resolver process a test started; it is stopped by PID.

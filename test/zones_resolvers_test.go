@@ -17,19 +17,7 @@ import (
 // each client gets its own answer from the cache too. A record that does not depend
 // on the client is cached once, for every subnet.
 func TestZonesUnboundSubnetCache(t *testing.T) {
-	tokenFile, token := zonesTokenFile(t)
-	port, apiPort := coretest.FreePort(t), coretest.FreePort(t)
-	api := fmt.Sprintf("127.0.0.1:%d", apiPort)
-	s := coretest.Start(t, fmt.Sprintf(`example.org:%d {
-	bind 127.0.0.1
-	healthroute {
-		ttl 300
-		api %s {
-			token_file %s
-		}
-		check sw tcp 127.0.0.1:1 {
-			disabled
-		}
+	s, api, token := zonesSwitchable(t, "", `
 		record net.example.org. ip {
 			cidr 192.0.2.0/24 A 192.0.2.10
 			default A 198.51.100.10
@@ -37,9 +25,7 @@ func TestZonesUnboundSubnetCache(t *testing.T) {
 		record static.example.org. failover {
 			primary A 192.0.2.1 check sw
 			secondary A 192.0.2.2
-		}
-	}
-}`, port, api, tokenFile), port, "static.example.org")
+		}`)
 	unbound := zonesUnbound(t, s, "example.org.", "subnetcache iterator", `	send-client-subnet: 127.0.0.1
 	max-client-subnet-ipv4: 24
 	max-client-subnet-ipv6: 56`)
