@@ -82,6 +82,9 @@ func (h *HealthRoute) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns
 	if ans.Pass && h.cfg.Fall.Through(state.Name()) {
 		// Overlay: only the names and types of the block's records are its own;
 		// the next plugin serves the rest of the zone, its apex included.
+		if ans.Rcode == dns.RcodeSuccess {
+			w = existsWriter{w} // the name is the block's: never NXDOMAIN
+		}
 		return plugin.NextOrFailure(h.Name(), h.Next, ctx, w, r)
 	}
 	m := new(dns.Msg)
@@ -97,6 +100,21 @@ func (h *HealthRoute) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns
 	h.count(metrics.WithServer(ctx), &ans) // before the client has the answer, so a scrape after it sees the count
 	w.WriteMsg(m)
 	return dns.RcodeSuccess, nil
+}
+
+// existsWriter passes the next plugin's answer for a name the block has records at (or
+// below) on, with NXDOMAIN turned into NODATA: a zone file that lacks the name must not
+// deny the block's own records to resolvers that trust NXDOMAIN for the whole name
+// (RFC 8020).
+type existsWriter struct{ dns.ResponseWriter }
+
+func (w existsWriter) WriteMsg(m *dns.Msg) error {
+	if m.Rcode == dns.RcodeNameError {
+		c := *m
+		c.Rcode = dns.RcodeSuccess
+		m = &c
+	}
+	return w.ResponseWriter.WriteMsg(m)
 }
 
 // CacheBypassZones tells CoreDNS's cache plugin in the same server block to pass

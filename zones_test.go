@@ -537,3 +537,39 @@ func TestExplainNextPlugin(t *testing.T) {
 		}
 	}
 }
+
+// TestOverlayNeverNXDOMAINForOwnNames: when the next plugin does not know a name the
+// block has records at (or below), its NXDOMAIN becomes NODATA.
+func TestOverlayNeverNXDOMAINForOwnNames(t *testing.T) {
+	h := testHandler(t, `healthroute {
+		fallthrough
+		record www.example.org. simple {
+			A 192.0.2.1
+		}
+		record a.deep.example.org. simple {
+			A 192.0.2.2
+		}
+	}`)
+	nx := test.HandlerFunc(func(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
+		m := new(dns.Msg)
+		m.SetRcode(r, dns.RcodeNameError)
+		m.Ns = []dns.RR{test.SOA("example.org. 300 IN SOA ns1.example.org. hostmaster.example.org. 7 7200 1800 1209600 300")}
+		w.WriteMsg(m)
+		return dns.RcodeNameError, nil
+	})
+	h.Next = nx // a next plugin that knows none of these names
+	for _, tc := range []struct {
+		name  string
+		qtype uint16
+		rcode int
+	}{
+		{"www.example.org.", dns.TypeTXT, dns.RcodeSuccess},
+		{"deep.example.org.", dns.TypeA, dns.RcodeSuccess}, // an empty non-terminal of the block
+		{"nope.example.org.", dns.TypeA, dns.RcodeNameError},
+	} {
+		m, _, _ := serveRec(t, h, question(tc.name, tc.qtype))
+		if m == nil || m.Rcode != tc.rcode || len(m.Ns) != 1 {
+			t.Errorf("%s %s: %v, want %s with the next plugin's SOA", tc.name, dns.TypeToString[tc.qtype], m, dns.RcodeToString[tc.rcode])
+		}
+	}
+}

@@ -45,6 +45,12 @@ func TestZonesOverlayFile(t *testing.T) {
 		record api.example.org. simple {
 			CNAME www.example.org.
 		}
+		record only.example.org. simple {
+			A 192.0.2.7
+		}
+		record x.deep.example.org. simple {
+			A 192.0.2.8
+		}
 	}
 	file %s
 }`, port, zone), port, "www.example.org")
@@ -66,6 +72,9 @@ func TestZonesOverlayFile(t *testing.T) {
 		{"www.example.org.", dns.TypeAAAA, dns.RcodeSuccess, "", soa},
 		{"lab.example.org.", dns.TypeA, dns.RcodeSuccess, "", soa}, // an empty non-terminal
 		{"nope.example.org.", dns.TypeA, dns.RcodeNameError, "", soa},
+		// Names only the block has: the zone file's NXDOMAIN becomes NODATA.
+		{"only.example.org.", dns.TypeTXT, dns.RcodeSuccess, "", soa},
+		{"deep.example.org.", dns.TypeA, dns.RcodeSuccess, "", soa},
 		{"api.example.org.", dns.TypeA, dns.RcodeSuccess, "api.example.org. 30 IN CNAME www.example.org.\nwww.example.org. 30 IN A 192.0.2.1\n", ""},
 	}
 	for _, tc := range tests {
