@@ -53,6 +53,9 @@ func TestZonesOverlayFile(t *testing.T) {
 		}
 	}
 	file %s
+	transfer {
+		to *
+	}
 }`, port, zone), port, "www.example.org")
 	soa := "example.org. 3600 IN SOA ns1.example.org. hostmaster.example.org. 2024060101 7200 1800 1209600 300\n"
 	ns := "example.org. 3600 IN NS ns1.example.org.\n" // file's authority section on answers
@@ -76,6 +79,23 @@ func TestZonesOverlayFile(t *testing.T) {
 		{"only.example.org.", dns.TypeTXT, dns.RcodeSuccess, "", soa},
 		{"deep.example.org.", dns.TypeA, dns.RcodeSuccess, "", soa},
 		{"api.example.org.", dns.TypeA, dns.RcodeSuccess, "api.example.org. 30 IN CNAME www.example.org.\nwww.example.org. 30 IN A 192.0.2.1\n", ""},
+	}
+	// A zone transfer goes past healthroute to transfer, which serves the zone file.
+	axfr := new(dns.Msg)
+	axfr.SetAxfr("example.org.")
+	env, err := (&dns.Transfer{}).In(axfr, s.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var transferred []dns.RR
+	for e := range env {
+		if e.Error != nil {
+			t.Fatalf("AXFR: %v", e.Error)
+		}
+		transferred = append(transferred, e.RR...)
+	}
+	if n := len(transferred); n != 9 { // SOA, the 7 other records of the file, SOA
+		t.Errorf("AXFR: %d records, want the zone file's 7 between two SOAs\n%s", n, zonesSection(transferred))
 	}
 	for _, tc := range tests {
 		m := zonesAsk(t, s.Addr, tc.name, tc.qtype, "")
