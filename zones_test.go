@@ -32,7 +32,7 @@ func TestScopeTrie(t *testing.T) {
 		{"198.51.7.0/24", 18},   // in the /16; the /25 parts from it at bit 17
 		{"198.51.100.0/24", 25}, // the /25 lies inside the client's /24
 		{"198.51.100.0/25", 25}, // the /25's sibling
-		{"203.0.113.0/24", 5},   // 203 parts from 192 and 198 at bit 5: 200.0.0.0/5 holds no block
+		{"203.0.113.0/24", 5},   // 203 parts from 192 and 198 at bit 4: 200.0.0.0/5 holds no block
 		{"10.1.2.3/32", 8},      // in the /8
 		{"2001:db8:1::/48", 32}, // v6 block
 		{"2001:db9::/32", 32},   // parts from 2001:db8:: at bit 31
