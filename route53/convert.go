@@ -48,12 +48,12 @@ type group struct {
 type converter struct {
 	in      Input
 	zone    string
-	regions []string                   // used, in first-use order
-	checks  map[string]*HealthCheck    // by ID
-	used    map[string]bool            // checks to emit
-	byName  map[string][]*group        // groups by owner, types in input order
-	names   []string                   // owners in input order
-	blocks  map[string][]CidrBlock     // by collection, "" for any
+	regions []string                     // used, in first-use order
+	checks  map[string]*HealthCheck      // by ID
+	used    map[string]bool              // checks to emit
+	byName  map[string][]*group          // groups by owner, types in input order
+	names   []string                     // owners in input order
+	blocks  map[string][]CidrBlock       // by collection, "" for any
 	cidrs   map[[2]string][]netip.Prefix // (collection, location) -> blocks
 	warn    []string
 }

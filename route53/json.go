@@ -75,20 +75,20 @@ type HealthCheck struct {
 // HealthCheckConfig is a health check's definition.
 type HealthCheckConfig struct {
 	Type                         string
-	IPAddress                    string   `json:",omitempty"`
-	Port                         *int64   `json:",omitempty"`
-	ResourcePath                 string   `json:",omitempty"`
-	FullyQualifiedDomainName     string   `json:",omitempty"`
-	SearchString                 string   `json:",omitempty"`
-	RequestInterval              *int64   `json:",omitempty"`
-	FailureThreshold             *int64   `json:",omitempty"`
-	MeasureLatency               *bool    `json:",omitempty"`
-	Inverted                     bool     `json:",omitempty"`
-	Disabled                     bool     `json:",omitempty"`
-	HealthThreshold              *int64   `json:",omitempty"`
-	ChildHealthChecks            []string `json:",omitempty"`
-	EnableSNI                    *bool    `json:",omitempty"`
-	Regions                      []string `json:",omitempty"`
+	IPAddress                    string                         `json:",omitempty"`
+	Port                         *int64                         `json:",omitempty"`
+	ResourcePath                 string                         `json:",omitempty"`
+	FullyQualifiedDomainName     string                         `json:",omitempty"`
+	SearchString                 string                         `json:",omitempty"`
+	RequestInterval              *int64                         `json:",omitempty"`
+	FailureThreshold             *int64                         `json:",omitempty"`
+	MeasureLatency               *bool                          `json:",omitempty"`
+	Inverted                     bool                           `json:",omitempty"`
+	Disabled                     bool                           `json:",omitempty"`
+	HealthThreshold              *int64                         `json:",omitempty"`
+	ChildHealthChecks            []string                       `json:",omitempty"`
+	EnableSNI                    *bool                          `json:",omitempty"`
+	Regions                      []string                       `json:",omitempty"`
 	AlarmIdentifier              *struct{ Region, Name string } `json:",omitempty"`
 	InsufficientDataHealthStatus string                         `json:",omitempty"`
 	RoutingControlArn            string                         `json:",omitempty"`
