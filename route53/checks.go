@@ -39,7 +39,10 @@ func (c *converter) writeChecks(b *strings.Builder) error {
 			return fmt.Errorf("health check %s: a child of a calculated health check, not among the health checks read", id)
 		}
 	}
-	if unused > 0 {
+	switch {
+	case unused == 1:
+		c.warnf("left out 1 health check that no record set of %s uses", c.zone)
+	case unused > 1:
 		c.warnf("left out %d health checks that no record set of %s uses", unused, c.zone)
 	}
 	return nil

@@ -105,7 +105,7 @@ func Convert(in Input) (*Result, error) {
 		}
 	}
 	if len(skipped) > 0 {
-		c.warnf("left out the zone's %s record sets: healthroute answers SOA for %s itself, and NS from the server block's other plugins (CoreDNS file, for instance)", strings.Join(skipped, " and "), c.zone)
+		c.warnf("left out the zone's %s record sets: healthroute makes the SOA of %s itself, and does not serve the apex NS records", strings.Join(skipped, " and "), c.zone)
 	}
 	if err := c.checkAliases(); err != nil {
 		return nil, err

@@ -153,6 +153,22 @@ func ReadRecordSets(r io.Reader) ([]ResourceRecordSet, error) {
 		}
 	}
 	sets := make([]ResourceRecordSet, len(list))
+	// One strict pass over every set; only a failure decodes them one by one, to name
+	// the set at fault.
+	all := []byte{'['}
+	for i, m := range list {
+		if i > 0 {
+			all = append(all, ',')
+		}
+		all = append(all, m...)
+	}
+	all = append(all, ']')
+	d := json.NewDecoder(bytes.NewReader(all))
+	d.DisallowUnknownFields()
+	if len(list) == 0 || d.Decode(&sets) == nil {
+		return sets, nil
+	}
+	clear(sets)
 	for i, m := range list {
 		d := json.NewDecoder(bytes.NewReader(m))
 		d.DisallowUnknownFields()

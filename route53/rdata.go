@@ -3,6 +3,7 @@ package route53
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"strings"
 
 	"github.com/miekg/dns"
@@ -22,6 +23,13 @@ var keywords = map[string]bool{"check": true, "id": true, "evaluate_target_healt
 // value checks one Route 53 value of type typ and returns it as member-target
 // tokens (see the package documentation).
 func value(typ, v string) (string, error) {
+	if typ == "A" || typ == "AAAA" { // the common case, without the zone parser
+		ip, err := netip.ParseAddr(strings.TrimSpace(v))
+		if err != nil || ip.Zone() != "" || (typ == "A") != ip.Is4() {
+			return "", fmt.Errorf("invalid %s value %q", typ, v)
+		}
+		return ip.String(), nil
+	}
 	rr, err := dns.NewRR(". 0 IN " + typ + " " + v)
 	if err != nil || rr == nil {
 		if err == nil {
