@@ -53,7 +53,6 @@ type converter struct {
 	used    map[string]bool              // checks to emit
 	byName  map[string][]*group          // groups by owner, types in input order
 	names   []string                     // owners in input order
-	blocks  map[string][]CidrBlock       // by collection, "" for any
 	cidrs   map[[2]string][]netip.Prefix // (collection, location) -> blocks
 	warn    []string
 }

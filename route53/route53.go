@@ -27,6 +27,10 @@
 //	TXT "v=spf1 -all" "google-site-verification=abc"
 //	TXT "\"first string\" \"second string of the same value\""
 //
+// In a block that holds one type of several at its name, an alias member names that
+// type after its target (`alias both.example.org. A`), and answers that type only, as
+// Route 53's aliases do; an alias without a type follows every type of its target.
+//
 // Each type has a fixed number of fields per value (MX 2, SRV 4, CAA 3, NAPTR 6,
 // DS 4, NS, PTR and CNAME 1), so a reader takes values field by field until a member
 // option (`check`, `id`, `evaluate_target_health`) or the end of the line; every

@@ -345,3 +345,41 @@ func BenchmarkConvert10k(b *testing.B) {
 		}
 	}
 }
+
+// TestReadForms checks that every document shape the aws CLI prints for the same
+// record sets and health checks reads the same.
+func TestReadForms(t *testing.T) {
+	const set = `{"Name":"example.com.","Type":"A","TTL":60,"ResourceRecords":[{"Value":"192.0.2.44"}]}`
+	forms := map[string]string{
+		"list-resource-record-sets":         `{"ResourceRecordSets":[` + set + `],"IsTruncated":false,"MaxItems":"100"}`,
+		"change batch":                      `{"Comment":"c","Changes":[{"Action":"CREATE","ResourceRecordSet":` + set + `}]}`,
+		"change-resource-record-sets input": `{"HostedZoneId":"Z3M3LMPEXAMPLE","ChangeBatch":{"Changes":[{"Action":"UPSERT","ResourceRecordSet":` + set + `}]}}`,
+		"array":                             `[` + set + `]`,
+	}
+	for name, doc := range forms {
+		sets, err := ReadRecordSets(strings.NewReader(doc))
+		if err != nil || len(sets) != 1 || sets[0].Name != "example.com." || *sets[0].TTL != 60 || sets[0].ResourceRecords[0].Value != "192.0.2.44" {
+			t.Errorf("%s: read %+v, %v", name, sets, err)
+		}
+	}
+	const check = `{"Id":"hc1","CallerReference":"r","HealthCheckConfig":{"Type":"TCP","IPAddress":"192.0.2.1","Port":80},"HealthCheckVersion":1}`
+	for name, doc := range map[string]string{
+		"list-health-checks": `{"HealthChecks":[` + check + `],"IsTruncated":false,"MaxItems":"100"}`,
+		"get-health-check":   `{"HealthCheck":` + check + `}`,
+		"array":              `[` + check + `]`,
+	} {
+		hcs, err := ReadHealthChecks(strings.NewReader(doc))
+		if err != nil || len(hcs) != 1 || hcs[0].Id != "hc1" || *hcs[0].HealthCheckConfig.Port != 80 {
+			t.Errorf("%s: read %+v, %v", name, hcs, err)
+		}
+	}
+	for name, doc := range map[string]string{
+		"list-cidr-blocks": `{"CidrBlocks":[{"CidrBlock":"192.0.2.0/24","LocationName":"office"}]}`,
+		"array":            `[{"CidrBlock":"192.0.2.0/24","LocationName":"office"}]`,
+	} {
+		blocks, err := ReadCIDRBlocks(strings.NewReader(doc))
+		if err != nil || len(blocks) != 1 || blocks[0].LocationName != "office" {
+			t.Errorf("%s: read %+v, %v", name, blocks, err)
+		}
+	}
+}
