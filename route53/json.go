@@ -113,22 +113,17 @@ func ReadRecordSets(r io.Reader) ([]ResourceRecordSet, error) {
 		IsTruncated        bool
 		NextRecordName     string
 	}
-	raw, err := io.ReadAll(r)
-	if err != nil {
-		return nil, err
-	}
 	var list []json.RawMessage
-	switch t := bytes.TrimSpace(raw); {
-	case len(t) > 0 && t[0] == '[':
-		if err := json.Unmarshal(t, &list); err != nil {
-			return nil, fmt.Errorf("record sets: %w", jsonErr(err))
-		}
-	default:
-		if err := json.Unmarshal(t, &doc); err != nil {
-			return nil, fmt.Errorf("record sets: %w", jsonErr(err))
-		}
+	array, err := readDoc(r, &list, &doc)
+	if err != nil {
+		return nil, fmt.Errorf("record sets: %w", err)
+	}
+	if !array {
 		if doc.IsTruncated {
 			return nil, fmt.Errorf("record sets: the listing is truncated at %q; list every page (the aws CLI does unless --max-items is given)", doc.NextRecordName)
+		}
+		if doc.ResourceRecordSets == nil && doc.Changes == nil && doc.ChangeBatch == nil {
+			return nil, errors.New("record sets: expected ResourceRecordSets, Changes or ChangeBatch")
 		}
 		changes := doc.Changes
 		if doc.ChangeBatch != nil {
@@ -147,9 +142,6 @@ func ReadRecordSets(r io.Reader) ([]ResourceRecordSet, error) {
 				return nil, fmt.Errorf("change %d: action %q, expected CREATE or UPSERT (a change batch read as a zone must only add records)", i, ch.Action)
 			}
 			list = append(list, ch.ResourceRecordSet)
-		}
-		if list == nil && doc.ResourceRecordSets == nil && doc.Changes == nil && doc.ChangeBatch == nil {
-			return nil, errors.New("record sets: expected ResourceRecordSets, Changes or ChangeBatch")
 		}
 	}
 	sets := make([]ResourceRecordSet, len(list))
@@ -184,30 +176,22 @@ func ReadRecordSets(r io.Reader) ([]ResourceRecordSet, error) {
 // ReadHealthChecks reads list-health-checks output ({"HealthChecks": [...]}),
 // get-health-check output ({"HealthCheck": {...}}) or a bare array of health checks.
 func ReadHealthChecks(r io.Reader) ([]HealthCheck, error) {
-	raw, err := io.ReadAll(r)
-	if err != nil {
-		return nil, err
-	}
 	var list []json.RawMessage
-	if t := bytes.TrimSpace(raw); len(t) > 0 && t[0] == '[' {
-		if err := json.Unmarshal(t, &list); err != nil {
-			return nil, fmt.Errorf("health checks: %w", jsonErr(err))
-		}
-	} else {
-		var doc struct {
-			HealthChecks []json.RawMessage
-			HealthCheck  json.RawMessage
-			IsTruncated  bool
-		}
-		if err := json.Unmarshal(t, &doc); err != nil {
-			return nil, fmt.Errorf("health checks: %w", jsonErr(err))
-		}
-		if doc.IsTruncated {
-			return nil, errors.New("health checks: the listing is truncated; list every page")
-		}
-		if doc.HealthChecks == nil && doc.HealthCheck == nil {
-			return nil, errors.New("health checks: expected HealthChecks or HealthCheck")
-		}
+	var doc struct {
+		HealthChecks []json.RawMessage
+		HealthCheck  json.RawMessage
+		IsTruncated  bool
+	}
+	array, err := readDoc(r, &list, &doc)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("health checks: %w", err)
+	case array:
+	case doc.IsTruncated:
+		return nil, errors.New("health checks: the listing is truncated; list every page")
+	case doc.HealthChecks == nil && doc.HealthCheck == nil:
+		return nil, errors.New("health checks: expected HealthChecks or HealthCheck")
+	default:
 		list = doc.HealthChecks
 		if doc.HealthCheck != nil {
 			list = append(list, doc.HealthCheck)
@@ -238,24 +222,17 @@ func ReadHealthChecks(r io.Reader) ([]HealthCheck, error) {
 // ReadCIDRBlocks reads list-cidr-blocks output ({"CidrBlocks": [...]}) or a bare
 // array of blocks: the locations of one CIDR collection.
 func ReadCIDRBlocks(r io.Reader) ([]CidrBlock, error) {
-	raw, err := io.ReadAll(r)
-	if err != nil {
-		return nil, err
-	}
 	var blocks []CidrBlock
-	if t := bytes.TrimSpace(raw); len(t) > 0 && t[0] == '[' {
-		err = json.Unmarshal(t, &blocks)
-	} else {
-		var doc struct{ CidrBlocks *[]CidrBlock }
-		if err = json.Unmarshal(t, &doc); err == nil {
-			if doc.CidrBlocks == nil {
-				return nil, errors.New("cidr blocks: expected CidrBlocks")
-			}
-			blocks = *doc.CidrBlocks
-		}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("cidr blocks: %w", jsonErr(err))
+	var doc struct{ CidrBlocks *[]CidrBlock }
+	array, err := readDoc(r, &blocks, &doc)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("cidr blocks: %w", err)
+	case array:
+	case doc.CidrBlocks == nil:
+		return nil, errors.New("cidr blocks: expected CidrBlocks")
+	default:
+		blocks = *doc.CidrBlocks
 	}
 	for i, b := range blocks {
 		if b.CidrBlock == "" || b.LocationName == "" {
@@ -263,6 +240,23 @@ func ReadCIDRBlocks(r io.Reader) ([]CidrBlock, error) {
 		}
 	}
 	return blocks, nil
+}
+
+// readDoc reads one JSON document from r: a bare array into list, anything else into
+// doc. It reports which it was.
+func readDoc(r io.Reader, list, doc any) (array bool, err error) {
+	raw, err := io.ReadAll(r)
+	if err != nil {
+		return false, err
+	}
+	t := bytes.TrimSpace(raw)
+	array = len(t) > 0 && t[0] == '['
+	if array {
+		err = json.Unmarshal(t, list)
+	} else {
+		err = json.Unmarshal(t, doc)
+	}
+	return array, jsonErr(err)
 }
 
 // jsonErr adds the byte offset to a syntax error, which encoding/json leaves out of
