@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"unicode"
 )
 
 // use marks health check id, and its children, to be written.
@@ -56,8 +57,8 @@ const (
 
 func (c *converter) writeCheck(b *strings.Builder, hc *HealthCheck) error {
 	cfg := &hc.HealthCheckConfig
-	if _, err := token(hc.Id); err != nil || strings.ContainsAny(hc.Id, " \t\"") {
-		return fmt.Errorf("id: not usable as a check name")
+	if t, err := token(hc.Id); err != nil || t != hc.Id {
+		return fmt.Errorf("Id: not usable as a check name (a blank, quote, '#' or brace)")
 	}
 	var opts []string
 	var head string
@@ -142,6 +143,12 @@ func (c *converter) writeCheck(b *strings.Builder, hc *HealthCheck) error {
 				what += " " + a.Name + " in " + a.Region
 			}
 		}
+		what = strings.Map(func(r rune) rune { // it goes into a comment line
+			if unicode.IsControl(r) {
+				return ' '
+			}
+			return r
+		}, what)
 		c.warnf("health check %s: a %s (%s) cannot be observed from here; imported as a disabled check, always healthy: set its status with POST /v1/checks/%s/override", hc.Id, cfg.Type, what, hc.Id)
 		fmt.Fprintf(b, "# %s %s: disabled; set its status through the HTTP API\n", cfg.Type, what)
 		fmt.Fprintf(b, "check %s tcp 127.0.0.1:1 {\n    disabled\n}\n", hc.Id)

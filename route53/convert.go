@@ -305,6 +305,9 @@ func (c *converter) policyKey(rs *ResourceRecordSet, policy string) (string, err
 		return "region " + rs.Region, nil
 	case "geolocation":
 		g := rs.GeoLocation
+		if !code(g.ContinentCode, 2) || (!code(g.CountryCode, 2) && g.CountryCode != "*") || !code(g.SubdivisionCode, 3) {
+			return "", fmt.Errorf("GeoLocation %+v: expected letter and digit codes (continent and country 2, subdivision up to 3)", *g)
+		}
 		switch {
 		case g.CountryCode == "*" && g.ContinentCode == "" && g.SubdivisionCode == "":
 			return "default", nil
@@ -339,6 +342,19 @@ func (c *converter) policyKey(rs *ResourceRecordSet, policy string) (string, err
 		return "value", nil
 	}
 	return "", nil
+}
+
+// code reports whether s is empty or a code of at most n letters and digits.
+func code(s string, n int) bool {
+	if len(s) > n {
+		return false
+	}
+	for _, r := range s {
+		if (r < 'A' || r > 'Z') && (r < 'a' || r > 'z') && (r < '0' || r > '9') {
+			return false
+		}
+	}
+	return true
 }
 
 func (c *converter) proximityKey(g *GeoProximityLocation) (string, error) {

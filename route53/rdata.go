@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/miekg/dns"
 )
@@ -139,10 +141,10 @@ func splitFields(s string) []string {
 // Corefile lexer's only escape is \", so a backslash right before a quote cannot be
 // written, and a lone brace reads as a brace however it is quoted.
 func token(s string) (string, error) {
-	if s == "{" || s == "}" {
+	if s == "{" || s == "}" || !utf8.ValidString(s) {
 		return "", fmt.Errorf("%q cannot be written as a Corefile token", s)
 	}
-	if s != "" && !strings.ContainsAny(s, " \t\r\n\"#{}") {
+	if s != "" && !strings.ContainsAny(s, "\"#{}") && !strings.ContainsFunc(s, unicode.IsSpace) {
 		return s, nil
 	}
 	if strings.Contains(s, `\"`) || strings.HasSuffix(s, `\`) {

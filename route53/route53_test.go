@@ -247,6 +247,8 @@ func TestErrors(t *testing.T) {
 			`record sets: malformed JSON at byte 49`},
 		{"delete in a change batch", `{"Changes":[{"Action":"DELETE","ResourceRecordSet":{"Name":"x.example.com.","Type":"A"}}]}`,
 			`change 0: action "DELETE", expected CREATE or UPSERT`},
+		{"bad geolocation code", `[{"Name":"x.example.com.","Type":"A","SetIdentifier":"a","GeoLocation":{"CountryCode":"U S"},"TTL":60,"ResourceRecords":[{"Value":"192.0.2.1"}]}]`,
+			`record set x.example.com. A ("a"): GeoLocation`},
 		{"truncated listing", `{"ResourceRecordSets":[],"IsTruncated":true,"NextRecordName":"m.example.com."}`,
 			`the listing is truncated at "m.example.com."`},
 	}
@@ -281,6 +283,7 @@ func TestCheckErrors(t *testing.T) {
 		{"bad interval", `[{"Id":"hc1","HealthCheckConfig":{"Type":"HTTP","IPAddress":"192.0.2.1","RequestInterval":20}}]`, "health check hc1: RequestInterval 20, expected 10 or 30"},
 		{"unknown type", `[{"Id":"hc1","HealthCheckConfig":{"Type":"GOPHER","IPAddress":"192.0.2.1"}}]`, `health check hc1: Type "GOPHER": not supported`},
 		{"unknown field", `[{"Id":"hc1","HealthCheckConfig":{"Type":"HTTP","IPAddress":"192.0.2.1","Magic":true}}]`, `health check hc1: json: unknown field "Magic"`},
+		{"id with a comment", `[{"Id":"hc#2","HealthCheckConfig":{"Type":"TCP","IPAddress":"192.0.2.2","Port":80}},{"Id":"hc1","HealthCheckConfig":{"Type":"CALCULATED","ChildHealthChecks":["hc#2"]}}]`, "health check hc#2: Id: not usable as a check name"},
 		{"no target", `[{"Id":"hc1","HealthCheckConfig":{"Type":"HTTP"}}]`, "health check hc1: HTTP needs an IPAddress or a FullyQualifiedDomainName"},
 	}
 	sets, err := ReadRecordSets(strings.NewReader(rec))
@@ -382,4 +385,71 @@ func TestReadForms(t *testing.T) {
 			t.Errorf("%s: read %+v, %v", name, blocks, err)
 		}
 	}
+}
+
+// TestZoneRequired checks that a zone without an SOA record set needs -zone.
+func TestZoneRequired(t *testing.T) {
+	sets, err := ReadRecordSets(strings.NewReader(`[{"Name":"x.example.com.","Type":"A","TTL":60,"ResourceRecords":[{"Value":"192.0.2.1"}]}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Convert(Input{RecordSets: sets}); err == nil || !strings.Contains(err.Error(), "no zone given and no SOA record set") {
+		t.Errorf("error %v, want one asking for the zone", err)
+	}
+}
+
+// FuzzToken checks that whatever token writes reads back, through the Corefile
+// lexer, as exactly one token holding the same string.
+func FuzzToken(f *testing.F) {
+	for _, s := range []string{"plain", "two words", `say "hi"`, "a#b", "{x}", "", `back\slash`, `end\`, "tab\there", "line\nbreak", `\"`, "}"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		tok, err := token(s)
+		if err != nil {
+			return
+		}
+		c := caddy.NewTestController("dns", "k "+tok+" end")
+		c.Next()
+		args := c.RemainingArgs()
+		if len(args) != 2 || args[0] != s || args[1] != "end" {
+			t.Errorf("token(%q) = %s, read back as %q", s, tok, args)
+		}
+	})
+}
+
+// FuzzTXT checks that any TXT value, written as a member target and read back by
+// the documented rules, is the same record.
+func FuzzTXT(f *testing.F) {
+	for _, s := range []string{"v=spf1 -all", `say "hi"`, "", "id", "}", `a\b`, "tab\tand\nnewline", "ünïcode", "#not a comment", "a;b"} {
+		f.Add(s, "")
+		f.Add(s, "second")
+	}
+	f.Fuzz(func(t *testing.T, a, b string) {
+		want := &dns.TXT{Hdr: dns.RR_Header{Name: "x.", Rrtype: dns.TypeTXT, Class: dns.ClassINET, Ttl: 300}, Txt: []string{a}}
+		if b != "" {
+			want.Txt = append(want.Txt, b)
+		}
+		if len(a) > 255 || len(b) > 255 {
+			return
+		}
+		rdata := strings.TrimPrefix(want.String(), want.Hdr.String())
+		tok, err := value("TXT", rdata)
+		if err != nil {
+			t.Fatalf("value(%s): %v", rdata, err)
+		}
+		c := caddy.NewTestController("dns", "TXT "+tok+" id x")
+		c.Next()
+		vals := rebuild(t, "TXT", c.RemainingArgs())
+		if len(vals) != 1 {
+			t.Fatalf("%s read back as %d values", tok, len(vals))
+		}
+		got, err := dns.NewRR("x. 300 IN TXT " + vals[0])
+		if err != nil {
+			t.Fatalf("%s: rebuilt %s: %v", tok, vals[0], err)
+		}
+		if !sameWire(t, got, want) {
+			t.Errorf("%s read back as %s, want %s", tok, got, want)
+		}
+	})
 }
