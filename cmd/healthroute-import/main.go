@@ -30,7 +30,7 @@ func (f *cidrFlags) Set(s string) error { *f = append(*f, s); return nil }
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("healthroute-import", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	records := fs.String("records", "", "`FILE` of aws route53 list-resource-record-sets output, or a change batch (required)")
+	records := fs.String("records", "", "`FILE` of aws route53 list-resource-record-sets output, or a change batch; - for standard input (required)")
 	checks := fs.String("checks", "", "`FILE` of aws route53 list-health-checks output")
 	zone := fs.String("zone", "", "the hosted zone's `NAME`; default: the SOA record set's name")
 	blockTTL := fs.Bool("block-ttl", false, "leave out the ttl lines: every answer carries the healthroute block's ttl")
@@ -94,7 +94,15 @@ func load(records, checks string, cidrs []string) (route53.Input, error) {
 	return in, nil
 }
 
+// readFile reads path ("-": standard input) with read.
 func readFile[T any](path string, read func(io.Reader) (T, error)) (T, error) {
+	if path == "-" {
+		v, err := read(os.Stdin)
+		if err != nil {
+			err = fmt.Errorf("standard input: %w", err)
+		}
+		return v, err
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		var zero T

@@ -142,6 +142,22 @@ func TestExitCodes(t *testing.T) {
 	}
 }
 
+// TestRecordsFromStdin checks that -records - reads standard input.
+func TestRecordsFromStdin(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(importCommand(t), "-records", "-")
+	cmd.Stdin = strings.NewReader(`{"ResourceRecordSets":[
+		{"Name":"example.com.","Type":"SOA","TTL":900,"ResourceRecords":[{"Value":"ns1.example.com. hostmaster.example.com. 1 7200 900 1209600 86400"}]},
+		{"Name":"www.example.com.","Type":"A","TTL":60,"ResourceRecords":[{"Value":"192.0.2.1"}]}]}`)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%v: %s", err, stderr.String())
+	}
+	if want := "record www.example.com. simple {\n    ttl 60\n    A 192.0.2.1\n}\n"; stdout.String() != want {
+		t.Errorf("stdout:\n%s\nwant:\n%s", stdout.String(), want)
+	}
+}
+
 // TestCIDRCollections checks that -cidr ID=FILE serves the record sets of that
 // collection and a file without an ID serves the others.
 func TestCIDRCollections(t *testing.T) {
