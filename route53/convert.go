@@ -81,8 +81,8 @@ func Convert(in Input) (*Result, error) {
 	for id, blocks := range in.CIDRBlocks {
 		for _, b := range blocks {
 			p, err := netip.ParsePrefix(b.CidrBlock)
-			if err != nil {
-				return nil, fmt.Errorf("cidr block %q of location %s: invalid prefix", b.CidrBlock, b.LocationName)
+			if longest := map[bool]int{true: 24, false: 48}[p.Addr().Is4()]; err != nil || p.Bits() < 1 || p.Bits() > longest {
+				return nil, fmt.Errorf("cidr block %q of location %s: expected an IPv4 prefix of /1 to /24 or an IPv6 prefix of /1 to /48", b.CidrBlock, b.LocationName)
 			}
 			k := [2]string{id, b.LocationName}
 			c.cidrs[k] = append(c.cidrs[k], p.Masked())

@@ -303,6 +303,16 @@ func TestCheckErrors(t *testing.T) {
 	}
 }
 
+// TestCIDRBlockErrors checks that blocks Route 53 would not hold are refused.
+func TestCIDRBlockErrors(t *testing.T) {
+	for _, b := range []string{"192.0.2.1/32", "2001:db8::/64", "192.0.2.0", "0.0.0.0/0"} {
+		_, err := Convert(Input{Zone: "example.com.", CIDRBlocks: map[string][]CidrBlock{"": {{CidrBlock: b, LocationName: "lab"}}}})
+		if err == nil || !strings.Contains(err.Error(), `cidr block "`+b+`" of location lab`) {
+			t.Errorf("%s: error %v", b, err)
+		}
+	}
+}
+
 // TestBlockTTL checks that BlockTTL leaves every ttl line out.
 func TestBlockTTL(t *testing.T) {
 	in := readFixture(t, "tree")
