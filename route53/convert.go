@@ -249,6 +249,9 @@ func (c *converter) member(rs *ResourceRecordSet, i int) (*member, error) {
 		// Route 53 refuses this too: a simple record set has nothing to fail over to.
 		return fail("health check on a record set without a routing policy")
 	}
+	if policy == "multivalue" && (rs.AliasTarget != nil || typ == "NS" || typ == "CNAME") {
+		return fail("a multivalue record set cannot be an alias, a CNAME or an NS record set")
+	}
 	m := &member{rs: rs, idx: i, name: name, typ: typ, policy: policy, ttl: -1}
 	if m.key, err = c.policyKey(rs, policy); err != nil {
 		return fail("%v", err)

@@ -247,6 +247,8 @@ func TestErrors(t *testing.T) {
 			`record sets: malformed JSON at byte 49`},
 		{"delete in a change batch", `{"Changes":[{"Action":"DELETE","ResourceRecordSet":{"Name":"x.example.com.","Type":"A"}}]}`,
 			`change 0: action "DELETE", expected CREATE or UPSERT`},
+		{"multivalue alias", `[{"Name":"x.example.com.","Type":"A","SetIdentifier":"a","MultiValueAnswer":true,"AliasTarget":{"HostedZoneId":"Z","DNSName":"y.example.com.","EvaluateTargetHealth":true}}]`,
+			`record set x.example.com. A ("a"): a multivalue record set cannot be an alias`},
 		{"bad geolocation code", `[{"Name":"x.example.com.","Type":"A","SetIdentifier":"a","GeoLocation":{"CountryCode":"U S"},"TTL":60,"ResourceRecords":[{"Value":"192.0.2.1"}]}]`,
 			`record set x.example.com. A ("a"): GeoLocation`},
 		{"truncated listing", `{"ResourceRecordSets":[],"IsTruncated":true,"NextRecordName":"m.example.com."}`,
