@@ -94,6 +94,7 @@ type Error struct {
 	Err                       error
 }
 
+// Error names the record set, then says what is wrong with it.
 func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString("record set ")
@@ -109,6 +110,7 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
+// Unwrap returns what is wrong with the record set.
 func (e *Error) Unwrap() error { return e.Err }
 
 // ErrUnsupported marks what Route 53 has and healthroute cannot reproduce.
