@@ -59,7 +59,7 @@ func parse(c *caddy.Controller) (*Config, error) {
 	opts := seen{}
 	err := block(c, func(key string, args []string) error {
 		switch key {
-		case "ttl", "fallthrough", "max_probes", "latency_table", "api":
+		case "ttl", "fallthrough", "soa", "ns", "max_probes", "latency_table", "api":
 			if err := opts.once(c, "", key); err != nil {
 				return err
 			}
@@ -77,6 +77,10 @@ func parse(c *caddy.Controller) (*Config, error) {
 			cfg.TTL = uint32(n)
 		case "fallthrough":
 			cfg.Fall.SetZonesFromArgs(args)
+		case "soa":
+			return parseSOA(c, cfg, args)
+		case "ns":
+			return parseNS(c, cfg, args)
 		case "max_probes":
 			v, err := oneArg(c, args)
 			if err != nil {
@@ -152,6 +156,9 @@ func parse(c *caddy.Controller) (*Config, error) {
 		s.Seal()
 	}
 	if err := validate(cfg); err != nil {
+		return nil, err
+	}
+	if err := authorityDefaults(cfg, time.Now()); err != nil {
 		return nil, err
 	}
 	if cfg.LatencyTable != "" {
