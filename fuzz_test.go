@@ -3,6 +3,7 @@ package healthroute
 import (
 	"bytes"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -11,7 +12,8 @@ import (
 )
 
 // FuzzParseResolve parses arbitrary Corefile text as a healthroute block and, when it
-// parses, builds the resolver and asks it about every name it defines, healthy and
+// parses, builds the resolver and asks it about its zones' apices and every name it
+// defines (up to 20), healthy and
 // with every check down, directly and through explain. Nothing may panic, and every
 // answer is owned by the name asked. Seeds: testdata/fuzz/FuzzParseResolve.
 func FuzzParseResolve(f *testing.F) {
@@ -32,17 +34,14 @@ func FuzzParseResolve(f *testing.F) {
 			return
 		}
 		r := NewResolver(cfg)
+		names := slices.Clone(cfg.Zones) // the apices: SOA and NS
+		for _, rs := range cfg.Records[:min(len(cfg.Records), 20)] {
+			names = append(names, strings.Replace(rs.Name, "*", "x", 1))
+		}
 		ask := func() {
-			for i, rs := range cfg.Records {
-				if i == 20 {
-					break
-				}
-				name := rs.Name
-				if strings.HasPrefix(name, "*.") {
-					name = "x" + name[1:]
-				}
+			for _, name := range names {
 				for _, client := range fuzzClients {
-					for _, qt := range []uint16{dns.TypeA, dns.TypeAAAA, dns.TypeCNAME, dns.TypeTXT} {
+					for _, qt := range []uint16{dns.TypeA, dns.TypeAAAA, dns.TypeCNAME, dns.TypeTXT, dns.TypeSOA, dns.TypeNS} {
 						q := Query{Name: name, Type: qt, Client: client.prefix, Loc: client.loc}
 						for _, ans := range []Answer{r.Resolve(q), fuzzExplain(r, q)} {
 							if len(ans.RRs) > 0 && ans.RRs[0].Header().Name != name {
