@@ -126,6 +126,8 @@ func aliasLadder(depth int) string {
 // the first record set past the limit (level 16: 2^17-1 paths), on its line.
 func TestParseRefusesExponentialAliases(t *testing.T) {
 	checkParseErrors(t, []parseErrorCase{{"ladder", aliasLadder(40), 8 + 4*2*15,
-		"record a16.example.org.: aliases reach more than 100000 record sets counted once per path"}})
-	mustParse(t, aliasLadder(15)) // 65,535 paths: accepted
+		"record a16.example.org.: evaluate target health into geolocation or ip groups reaches more than 100000 record sets counted once per path"}})
+	mustParse(t, aliasLadder(15))                                                              // 65,535 paths: accepted
+	mustParse(t, strings.ReplaceAll(aliasLadder(40), " ip {\ncidr 10.0.0.0/8", " simple {\n")) // static groups, judged once per table: accepted
+	mustParse(t, strings.ReplaceAll(aliasLadder(40), ".\n", ". evaluate_target_health no\n"))  // no health judged through the branch: accepted
 }

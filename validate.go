@@ -58,8 +58,11 @@ func validate(cfg *Config) error {
 		}
 	}
 	// Alias cycles, then which types each name serves (aliases inherit their targets'),
-	// and how many record sets a query may visit from each name.
+	// and how many record sets judging a name's health for one client may visit: a
+	// member that evaluates target health into a client-dependent group (geolocation,
+	// ip, or a group evaluating into one) is judged per query, through its branch.
 	served := map[string]kinds{}
+	dynamic := map[string]bool{}
 	paths := map[string]int{}
 	state := map[string]int{}
 	var visit func(rs *RecordSet, path []string) error
@@ -72,7 +75,7 @@ func validate(cfg *Config) error {
 		}
 		state[rs.Name] = 1
 		var k kinds
-		n := 1
+		n, dyn := 1, rs.Policy == Geolocation || rs.Policy == IPBased
 		for _, m := range rs.Members {
 			if m.Kind != KindAlias {
 				k = k.with(m.Kind)
@@ -86,12 +89,14 @@ func validate(cfg *Config) error {
 				return m.pos.errorf("record %s: alias target '%s' serves no records", rs.Name, m.Target)
 			}
 			k |= served[t.Name]
-			n = min(n+paths[t.Name], maxAliasPaths+1)
+			if m.ETH && dynamic[t.Name] {
+				dyn, n = true, min(n+paths[t.Name], maxAliasPaths+1)
+			}
 		}
 		if n > maxAliasPaths {
-			return rs.pos.errorf("record %s: aliases reach more than %d record sets counted once per path (targets shared by several aliases multiply), expected at most %d", rs.Name, maxAliasPaths, maxAliasPaths)
+			return rs.pos.errorf("record %s: evaluate target health into geolocation or ip groups reaches more than %d record sets counted once per path (targets shared by several aliases multiply), expected at most %d", rs.Name, maxAliasPaths, maxAliasPaths)
 		}
-		paths[rs.Name] = n
+		dynamic[rs.Name], paths[rs.Name] = dyn, n
 		if k.has(KindCNAME) && (k.has(KindA) || k.has(KindAAAA)) {
 			return rs.pos.errorf("record %s: CNAME and A/AAAA at one name (directly or through aliases); a CNAME must be alone", rs.Name)
 		}
@@ -121,10 +126,10 @@ func validate(cfg *Config) error {
 	return nil
 }
 
-// maxAliasPaths bounds the record sets reachable from one name through aliases,
-// counted once per path. A query descends one path, but judging evaluate target
-// health into client-dependent groups may try every path below a name; aliases that
-// share targets level after level double that count at each level.
+// maxAliasPaths bounds the record sets a query may visit to judge evaluate target
+// health into client-dependent groups below one name, counted once per path (the
+// judgement is per client, so it is not precomputed). Aliases that share targets level
+// after level double that count at each level.
 const maxAliasPaths = 100_000
 
 func validateGroup(rs *RecordSet, t Kind, group []*Member) error {
