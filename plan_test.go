@@ -127,7 +127,12 @@ func aliasLadder(depth int) string {
 func TestParseRefusesExponentialAliases(t *testing.T) {
 	checkParseErrors(t, []parseErrorCase{{"ladder", aliasLadder(40), 8 + 4*2*15,
 		"record a16.example.org.: evaluate target health into geolocation or ip groups reaches more than 100000 record sets counted once per path"}})
-	mustParse(t, aliasLadder(15))                                                              // 65,535 paths: accepted
-	mustParse(t, strings.ReplaceAll(aliasLadder(40), " ip {\ncidr 10.0.0.0/8", " simple {\n")) // static groups, judged once per table: accepted
-	mustParse(t, strings.ReplaceAll(aliasLadder(40), ".\n", ". evaluate_target_health no\n"))  // no health judged through the branch: accepted
+	mustParse(t, aliasLadder(15)) // 65,535 paths: accepted
+	// Static groups are judged once per table, linearly: accepted, and answered.
+	r, cfg := testResolver(t, strings.ReplaceAll(aliasLadder(40), " ip {\ncidr 10.0.0.0/8", " simple {\n"))
+	r.Publish(snapshot(cfg))
+	if got := values(r, "a40.example.org.", dns.TypeA); got != "192.0.2.1" {
+		t.Errorf("static ladder: %q, want 192.0.2.1", got)
+	}
+	mustParse(t, strings.ReplaceAll(aliasLadder(40), ".\n", ". evaluate_target_health no\n")) // no health judged through the branch: accepted
 }
