@@ -130,7 +130,7 @@ func validate(cfg *Config) error {
 // health into client-dependent groups below one name, counted once per path (the
 // judgement is per client, so it is not precomputed). Aliases that share targets level
 // after level double that count at each level.
-const maxAliasPaths = 100_000
+const maxAliasPaths = 10_000
 
 func validateGroup(rs *RecordSet, t Kind, group []*Member) error {
 	if len(group) == 0 {
