@@ -139,7 +139,7 @@ func TestParseRefusesExponentialChecks(t *testing.T) {
 	// at b17 (1,048,536), on line 3+2*17.
 	checkParseErrors(t, []parseErrorCase{{"ladder", checkLadder(40), 37,
 		"check b17: calculated checks expand to more than 1000000 child evaluations"}})
-	mustParse(t, checkLadder(12)) // 16,000 paths: accepted
+	mustParse(t, checkLadder(10)) // 4,000 paths: accepted
 	var b strings.Builder
 	b.WriteString("healthroute {\n")
 	for i := range 256 {
