@@ -5,6 +5,7 @@ import (
 	"net/netip"
 
 	"github.com/coredns/coredns/plugin/pkg/fall"
+	"github.com/miekg/dns"
 	"github.com/healthroute/healthroute/health"
 )
 
@@ -42,9 +43,10 @@ const (
 	KindAAAA
 	KindCNAME
 	KindAlias
+	KindRR // any other type: Member.Type and Member.RRs
 )
 
-var kindNames = [...]string{KindA: "A", KindAAAA: "AAAA", KindCNAME: "CNAME", KindAlias: "alias"}
+var kindNames = [...]string{KindA: "A", KindAAAA: "AAAA", KindCNAME: "CNAME", KindAlias: "alias", KindRR: "RR"}
 
 func (k Kind) String() string { return kindNames[k] }
 
@@ -112,6 +114,8 @@ type RecordSet struct {
 	Name    string // normalized, may start with "*."
 	Policy  Policy
 	Members []*Member
+	TTL     uint32 // the `ttl` line: the TTL of the non-alias members' answers
+	HasTTL  bool   // a `ttl` line was given; else the block's ttl applies
 	pos     pos
 	idx     int // ordinal in Config.Records, for metrics
 }
@@ -119,7 +123,9 @@ type RecordSet struct {
 // Member is one line of a record block: the policy key, the target and the options.
 type Member struct {
 	Kind   Kind
+	Type   uint16       // the target's RR type; for an alias the one type it answers, 0 for every type of its target
 	Addrs  []netip.Addr // A and AAAA targets
+	RRs    []dns.RR     // other types: the values, named for the record set, TTL 0
 	Target string       // CNAME or alias target name, normalized
 	Check  *health.Spec // nil: no health check (always healthy)
 	ETH    bool         // evaluate target health (alias only)
@@ -143,6 +149,23 @@ type Member struct {
 	Default bool           // ip and geolocation: the default member
 
 	pos pos
+}
+
+// ttl is the TTL of rs's non-alias answers: its `ttl` line, else def.
+func (rs *RecordSet) ttl(def uint32) uint32 {
+	if rs.HasTTL {
+		return rs.TTL
+	}
+	return def
+}
+
+// typeName is the member's target type as written in a Corefile ("alias" for an
+// alias).
+func (m *Member) typeName() string {
+	if m.Kind == KindAlias {
+		return "alias"
+	}
+	return dns.TypeToString[m.Type]
 }
 
 // pos is a place in a Corefile, for errors found after the block was read.

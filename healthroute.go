@@ -90,7 +90,7 @@ func (h *HealthRoute) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns
 	}
 	m := new(dns.Msg)
 	m.SetReply(r)
-	m.Authoritative, m.Rcode, m.Answer, m.Ns, m.Extra = true, ans.Rcode, ans.RRs, ans.Ns, ans.Extra // shared, read-only
+	m.Authoritative, m.Rcode, m.Answer, m.Ns, m.Extra = !ans.Referral, ans.Rcode, ans.RRs, ans.Ns, ans.Extra // shared, read-only
 	if ecs != nil {
 		scope := ans.Scope
 		if ecs.Family == 2 && cl.Addr().Is4() && scope > 0 {
