@@ -5,8 +5,8 @@ import (
 	"net/netip"
 
 	"github.com/coredns/coredns/plugin/pkg/fall"
-	"github.com/miekg/dns"
 	"github.com/healthroute/healthroute/health"
+	"github.com/miekg/dns"
 )
 
 // Policy is a record set's routing policy.
@@ -81,9 +81,10 @@ type Config struct {
 	Checks       map[string]*health.Spec // by name
 	Records      []*RecordSet            // in Corefile order
 	MaxInFlight  int
-	Fleet        *fleetConfig // nil: this instance judges alone
-	SOA          SOAConfig    // the zones' SOA fields
-	NS           []string     // the zones' apex NS names, normalized; nil: no apex NS
+	Fleet        *fleetConfig   // nil: this instance judges alone
+	SOA          SOAConfig      // the zones' SOA fields
+	NS           []string       // the zones' apex NS names, normalized; nil: no apex NS
+	Route53      *route53Config // nil: no route53 property
 
 	members int  // how many members Records hold; Member.idx counts up to it
 	soaSet  bool // the soa property set the serial and timers

@@ -134,7 +134,7 @@ type plan struct {
 	ns     map[string][]dns.RR // by zone: the apex NS answer; nil without `ns`
 	fall   fall.F              // names the next plugin may answer
 	nodes  []*node
-	checks []*health.Spec     // every check the records use, children included
+	checks []*health.Spec    // every check the records use, children included
 	cuts   map[string]*entry // delegations: names below a zone apex with NS records
 
 	regionIDs map[string]int // latency regions by name

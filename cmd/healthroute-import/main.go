@@ -9,7 +9,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -47,7 +46,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	in, err := load(*records, *checks, cidrs)
+	in, err := route53.Files{Records: *records, HealthChecks: *checks, CIDRBlocks: cidrs}.Load()
 	if err == nil {
 		in.Zone, in.BlockTTL = *zone, *blockTTL
 		var res *route53.Result
@@ -62,59 +61,4 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "healthroute-import: %v\n", err)
 	return 1
-}
-
-// load reads the input files.
-func load(records, checks string, cidrs []string) (route53.Input, error) {
-	var in route53.Input
-	var err error
-	if in.RecordSets, err = readFile(records, route53.ReadRecordSets); err != nil {
-		return in, err
-	}
-	if checks != "" {
-		if in.HealthChecks, err = readFile(checks, route53.ReadHealthChecks); err != nil {
-			return in, err
-		}
-	}
-	for _, c := range cidrs {
-		id, file, ok := strings.Cut(c, "=")
-		if !ok {
-			id, file = "", c
-		}
-		if in.CIDRBlocks == nil {
-			in.CIDRBlocks = map[string][]route53.CidrBlock{}
-		}
-		if _, dup := in.CIDRBlocks[id]; dup {
-			return in, fmt.Errorf("-cidr %s: collection %q given twice", c, id)
-		}
-		if in.CIDRBlocks[id], err = readFile(file, route53.ReadCIDRBlocks); err != nil {
-			return in, err
-		}
-	}
-	return in, nil
-}
-
-// readFile reads path ("-": standard input) with read.
-func readFile[T any](path string, read func(io.Reader) (T, error)) (T, error) {
-	if path == "-" {
-		v, err := read(os.Stdin)
-		if err != nil {
-			err = fmt.Errorf("standard input: %w", err)
-		}
-		return v, err
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		var zero T
-		return zero, err
-	}
-	defer f.Close()
-	v, err := read(f)
-	if err != nil {
-		var pe *os.PathError
-		if !errors.As(err, &pe) {
-			err = fmt.Errorf("%s: %w", path, err)
-		}
-	}
-	return v, err
 }
