@@ -755,7 +755,7 @@ func (r *Resolver) referral(t *table, q *Query, zone string) (Answer, bool) {
 	ans := Answer{Rcode: dns.RcodeSuccess, Zone: zone, Referral: true}
 	ans.Ns, ans.Scope = r.walk(t, cut, cut.node(dns.TypeNS), q, &ans)
 	for _, rr := range ans.Ns {
-		if ns := rr.(*dns.NS).Ns; dns.IsSubDomain(cut.name, ns) {
+		if ns := rr.(*dns.NS).Ns; underZone(strings.ToLower(ns), cut.name) {
 			ans.Extra = append(ans.Extra, r.addrs(t, q, ns, zone)...)
 		}
 	}
@@ -778,7 +778,7 @@ func (r *Resolver) additional(t *table, q *Query, rrs []dns.RR, zone string) []d
 			continue
 		}
 		name = strings.ToLower(name)
-		if !dns.IsSubDomain(zone, name) || slices.Contains(seen, name) {
+		if !underZone(name, zone) || slices.Contains(seen, name) {
 			continue
 		}
 		seen = append(seen, name)
@@ -908,11 +908,17 @@ func matchZone(zones []string, name string) string {
 		if len(z) <= len(best) {
 			continue
 		}
-		if z == "." || name == z || (len(name) > len(z) && name[len(name)-len(z)-1] == '.' && name[len(name)-len(z):] == z) {
+		if underZone(name, z) {
 			best = z
 		}
 	}
 	return best
+}
+
+// underZone reports whether name is z or below it, without allocating; both are
+// lower-cased FQDNs.
+func underZone(name, z string) bool {
+	return z == "." || name == z || (len(name) > len(z) && name[len(name)-len(z)-1] == '.' && name[len(name)-len(z):] == z)
 }
 
 // lookup finds the entry for name: the exact owner, else the wildcard at the closest
