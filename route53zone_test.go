@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -122,5 +123,40 @@ func TestRoute53PropertyErrors(t *testing.T) {
 	_, err := route53Parse(t, "healthroute example.org {\nrecord a.example.org. simple {\nA 192.0.2.2\n}\nroute53 {\nrecords "+clash+"\n}\n}")
 	if err == nil || !strings.Contains(err.Error(), clash+" (converted)") || !strings.Contains(err.Error(), "record a.example.org.: defined twice for A") {
 		t.Errorf("a record defined in the block and the zone: %v", err)
+	}
+}
+
+// TestRoute53ReadmeProperty checks README's route53 property example: it answers
+// every name and type as the printed lines of the import example above it do.
+func TestRoute53ReadmeProperty(t *testing.T) {
+	b, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var property, printed string
+	for _, blk := range regexp.MustCompile("(?s)~~~ corefile\n(.*?)~~~").FindAllStringSubmatch(string(b), -1) {
+		m := regexp.MustCompile(`(?s)\n    (healthroute .*?\n    })\n`).FindStringSubmatch(blk[1])
+		switch {
+		case m == nil:
+		case strings.Contains(m[1], "route53 {"):
+			property = m[1]
+		case strings.Contains(m[1], "Portland data center"):
+			printed = m[1]
+		}
+	}
+	if property == "" || printed == "" {
+		t.Fatal("README.md lacks the route53 property example or the import's printed lines")
+	}
+	rp, pcfg := testResolver(t, property)
+	rh, hcfg := testResolver(t, printed)
+	rp.Publish(snapshot(pcfg))
+	rh.Publish(snapshot(hcfg))
+	for _, n := range []string{"example.com.", "api.example.com.", "cdn.example.com.", "www.example.com."} {
+		for _, qt := range []uint16{dns.TypeA, dns.TypeAAAA, dns.TypeTXT} {
+			q := Query{Name: n, Type: qt, Client: testClient}
+			if g, w := route53Answer(rp.Resolve(q)), route53Answer(rh.Resolve(q)); g != w {
+				t.Errorf("%s %s: the property answers\n%s\nthe printed lines\n%s", n, dns.TypeToString[qt], g, w)
+			}
+		}
 	}
 }

@@ -3,9 +3,14 @@
 //
 //	healthroute-import -records rrsets.json [-checks checks.json] [-cidr [COLLECTION_ID=]blocks.json]... [-zone example.org.] [-block-ttl]
 //
-// The lines go to standard output, to be put inside a healthroute block; warnings
-// (what will answer differently from Route 53) go to standard error. It exits 1 when
-// the zone cannot be converted, printing nothing, and 2 on bad usage.
+// The lines go to standard output, to be put inside a healthroute block as they are,
+// `ttl` lines included; warnings (what will answer differently from Route 53) go to
+// standard error. It exits 1 when the zone cannot be converted, printing nothing, and
+// 2 on bad usage. -block-ttl leaves the `ttl` lines out, for every answer to carry the
+// healthroute block's ttl instead.
+//
+// To serve the export without editing it, the healthroute block's `route53` property
+// reads the same files at startup and whenever they change.
 package main
 
 import (
@@ -32,7 +37,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	records := fs.String("records", "", "`FILE` of aws route53 list-resource-record-sets output, or a change batch; - for standard input (required)")
 	checks := fs.String("checks", "", "`FILE` of aws route53 list-health-checks output")
 	zone := fs.String("zone", "", "the hosted zone's `NAME`; default: the SOA record set's name")
-	blockTTL := fs.Bool("block-ttl", false, "leave out the ttl lines: every answer carries the healthroute block's ttl")
+	blockTTL := fs.Bool("block-ttl", false, "leave out the ttl lines: every answer carries the healthroute block's ttl, not the record set's")
 	var cidrs cidrFlags
 	fs.Var(&cidrs, "cidr", "`[COLLECTION_ID=]FILE` of aws route53 list-cidr-blocks output; repeat for each collection (without an ID: any collection)")
 	fs.Usage = func() {
