@@ -3,6 +3,7 @@ package healthroute
 import (
 	"context"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -135,7 +136,7 @@ func init() {
 // reloads the server when one changed since parse read them. The reload parses the
 // whole Corefile again: a zone that fails to load is logged and the previous
 // configuration keeps serving, as on any reload that fails.
-func watchRoute53(ctx context.Context, r *route53Config, period time.Duration, reload func()) {
+func watchRoute53(ctx context.Context, r *route53Config, period time.Duration, reload func() bool) {
 	paths := r.files.Paths()
 	last := append([]fileStat(nil), r.stats...)
 	tick := time.NewTicker(period)
@@ -146,30 +147,34 @@ func watchRoute53(ctx context.Context, r *route53Config, period time.Duration, r
 			return
 		case <-tick.C:
 		}
-		changed := false
+		now := make([]fileStat, len(paths))
 		for i, p := range paths {
-			if s := statFile(p); s != last[i] {
-				last[i], changed = s, true
-			}
+			now[i] = statFile(p)
 		}
-		if changed {
+		if !slices.Equal(now, last) && reload() {
 			log.Infof("route53: %s changed: reloading", strings.Join(paths, ", "))
-			reload()
+			last = now
 		}
 	}
 }
 
+// restarting is set while a reload started by a route53 watcher runs.
+var restarting atomic.Bool
+
 // reloadInstance restarts the running instance with its own Corefile, which reads
-// the route53 files again. It returns at once: the restart shuts this handler down.
-func reloadInstance() {
+// the route53 files again, and reports whether it started one: false while another
+// runs, so that the watcher tries again at its next check. It returns at once: the
+// restart shuts this handler down.
+func reloadInstance() bool {
 	i := instance.Load()
-	if i == nil {
-		log.Errorf("route53: no running server to reload")
-		return
+	if i == nil || !restarting.CompareAndSwap(false, true) {
+		return false
 	}
 	go func() {
+		defer restarting.Store(false)
 		if _, err := i.Restart(i.Caddyfile()); err != nil {
 			log.Errorf("route53: keeping the previous configuration: %v", err)
 		}
 	}()
+	return true
 }

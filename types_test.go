@@ -244,3 +244,17 @@ func typesNS(rrs []dns.RR) string {
 	slices.Sort(out)
 	return strings.Join(out, ",")
 }
+
+// TestTypesSetIdentifierScope checks that set identifiers are unique per name and
+// type, as Route 53 scopes them: one id may name an A and an AAAA member.
+func TestTypesSetIdentifierScope(t *testing.T) {
+	r, _ := testResolver(t, `healthroute {
+	record a.example.org. weighted {
+		weight 1 A 192.0.2.1 id east
+		weight 1 AAAA 2001:db8::1 id east
+	}
+}`)
+	if got := values(r, "a.example.org.", dns.TypeAAAA); got != "2001:db8::1" {
+		t.Errorf("AAAA: %s", got)
+	}
+}

@@ -21,12 +21,7 @@ func validate(cfg *Config) error {
 		sets[rs.Name] = append(sets[rs.Name], rs)
 	}
 	for _, rs := range cfg.Records {
-		ids := map[string]bool{}
 		for _, m := range rs.Members {
-			if ids[m.ID] {
-				return m.pos.errorf("record %s: duplicate set identifier '%s', give each member a unique id", rs.Name, m.ID)
-			}
-			ids[m.ID] = true
 			if m.checkName != "" {
 				spec, ok := cfg.Checks[m.checkName]
 				if !ok {
@@ -138,12 +133,18 @@ func validate(cfg *Config) error {
 			return err
 		}
 	}
-	// Per type group rules (each type's members form a group of their own).
+	// Per type group rules (each type's members form a group of their own). Set
+	// identifiers are unique within a group, as Route 53 scopes them to a name and type.
 	for _, rs := range cfg.Records {
 		for _, t := range served[rs] {
 			var group []*Member
+			ids := map[string]bool{}
 			for _, m := range rs.Members {
 				if m.Type == t || (m.Kind == KindAlias && m.Type == 0 && byName[m.Target].has(t)) {
+					if ids[m.ID] {
+						return m.pos.errorf("record %s: duplicate set identifier '%s' among the %s members, give each member of a type a unique id", rs.Name, m.ID, dns.TypeToString[t])
+					}
+					ids[m.ID] = true
 					group = append(group, m)
 				}
 			}
