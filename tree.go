@@ -311,8 +311,8 @@ func (p *plan) build(rs *RecordSet, qtype uint16, sets map[string][]*RecordSet, 
 		var mn mnode
 		switch {
 		case m.Kind == KindAlias:
-			if m.Type != 0 && m.Type != qtype {
-				continue // a typed alias answers its type only
+			if (m.Type != 0 && m.Type != qtype) || !aliasTypes[qtype] {
+				continue // a typed alias answers its type only; no alias answers NS or DS
 			}
 			child := p.buildName(m.Target, qtype, sets, memo)
 			if child == nil {

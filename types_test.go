@@ -177,6 +177,7 @@ func TestTypesParseErrors(t *testing.T) {
 		{"alias type not served", "healthroute {\nrecord a.example.org. simple {\nalias b.example.org. AAAA\n}\nrecord b.example.org. simple {\nA 192.0.2.1\n}\n}", 3, "serves no AAAA records"},
 		{"multivalue NS", "healthroute {\nrecord a.example.org. multivalue {\nvalue NS ns.example.net.\n}\n}", 3, "not NS"},
 		{"CNAME and MX", "healthroute {\nrecord a.example.org. simple {\nCNAME b.example.net.\n}\nrecord a.example.org. simple {\nMX 1 b.example.net.\n}\n}", 2, "CNAME and MX at one name"},
+		{"alias to a delegation", "healthroute {\nrecord a.example.org. simple {\nalias b.example.org.\n}\nrecord b.example.org. simple {\nNS ns.example.net.\n}\n}", 3, "alias target 'b.example.org.' serves no records"},
 		{"NS at the apex", "healthroute {\nrecord example.org. simple {\nNS ns.example.net.\n}\n}", 3, "NS at the zone apex"},
 		{"same type in two blocks", "healthroute {\nrecord a.example.org. simple {\nTXT x\n}\nrecord a.example.org. weighted {\nweight 1 TXT y\n}\n}", 5, "defined twice for TXT (first at line 2"},
 	})

@@ -89,15 +89,17 @@ func validate(cfg *Config) error {
 					return err
 				}
 				switch t := byName[m.Target]; {
-				case len(t) == 0:
-					return m.pos.errorf("record %s: alias target '%s' serves no records", rs.Name, m.Target)
+				case !slices.ContainsFunc(t, func(x uint16) bool { return aliasTypes[x] }):
+					return m.pos.errorf("record %s: alias target '%s' serves no records an alias can answer (NS and DS are not)", rs.Name, m.Target)
 				case m.Type != 0 && !t.has(m.Type):
 					return m.pos.errorf("record %s: alias target '%s' serves no %s records", rs.Name, m.Target, dns.TypeToString[m.Type])
 				case m.Type != 0:
 					k = k.with(m.Type)
-				default:
+				default: // every type of the target an alias can have: not NS or DS
 					for _, x := range t {
-						k = k.with(x)
+						if aliasTypes[x] {
+							k = k.with(x)
+						}
 					}
 				}
 				if m.ETH && dynamic[m.Target] {
@@ -140,7 +142,7 @@ func validate(cfg *Config) error {
 			var group []*Member
 			ids := map[string]bool{}
 			for _, m := range rs.Members {
-				if m.Type == t || (m.Kind == KindAlias && m.Type == 0 && byName[m.Target].has(t)) {
+				if m.Type == t || (m.Kind == KindAlias && m.Type == 0 && aliasTypes[t] && byName[m.Target].has(t)) {
 					if ids[m.ID] {
 						return m.pos.errorf("record %s: duplicate set identifier '%s' among the %s members, give each member of a type a unique id", rs.Name, m.ID, dns.TypeToString[t])
 					}
