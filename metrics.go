@@ -41,6 +41,32 @@ var (
 		}
 		return 0
 	})
+	probeLag = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace, Subsystem: "healthroute", Name: "probe_lag_seconds",
+		Help: "How long after its due time a check's latest probe started, waiting for a free probe slot.",
+	}, []string{"check"})
+	probeLocalErrors = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace, Subsystem: "healthroute", Name: "probe_local_errors_total",
+		Help: "Probes with no result because this process lacked a resource (file descriptors, buffers, source ports); the check kept its state.",
+	}, []string{"check"})
+	_ = promauto.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace, Subsystem: "healthroute", Name: "probe_backlog",
+		Help: "Checks past their due time, waiting for a free probe slot.",
+	}, func() float64 {
+		if s := shared.scheduler(); s != nil {
+			return float64(s.Backlog())
+		}
+		return 0
+	})
+	_ = promauto.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace, Subsystem: "healthroute", Name: "max_probes",
+		Help: "The bound on probes in flight in force: max_probes, or the one fitted to the checks.",
+	}, func() float64 {
+		if s := shared.scheduler(); s != nil {
+			return float64(s.MaxInFlightNow())
+		}
+		return 0
+	})
 	answersTotal = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace, Subsystem: "healthroute", Name: "answers_total",
 		Help: "Answers, by the record set and member (set identifier) they came from.",
@@ -72,6 +98,14 @@ func (probeObserver) Probed(spec *health.Spec, err error, took time.Duration) {
 	}
 	probesTotal.WithLabelValues(spec.Name, result).Inc()
 	probeDuration.WithLabelValues(spec.Name).Observe(took.Seconds())
+}
+
+func (probeObserver) Started(spec *health.Spec, lag time.Duration) {
+	probeLag.WithLabelValues(spec.Name).Set(lag.Seconds())
+}
+
+func (probeObserver) Skipped(spec *health.Spec, _ error) {
+	probeLocalErrors.WithLabelValues(spec.Name).Inc()
 }
 
 func (probeObserver) Changed(spec *health.Spec, down bool) {

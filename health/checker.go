@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"strings"
+	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -78,4 +82,72 @@ func budget(spec *Spec) time.Duration {
 		return spec.Interval
 	}
 	return DefaultTimeout
+}
+
+// localErrnos are the errors with which this process's own side of a connection
+// fails: out of file descriptors (the process's or the system's), of socket buffers
+// or memory, or of source ports. None says anything of the endpoint.
+var localErrnos = [...]syscall.Errno{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM, syscall.EADDRNOTAVAIL}
+
+// IsLocal reports whether err is a probe failure of this process's own making (see
+// localErrnos) rather than the endpoint's. The scheduler gives such a probe no
+// result: the check keeps its state.
+func IsLocal(err error) bool {
+	if err == nil {
+		return false
+	}
+	var le localError
+	if errors.As(err, &le) {
+		return true
+	}
+	for _, e := range localErrnos {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	// The resolver reports why its own socket failed only as text.
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		for _, e := range localErrnos {
+			if strings.Contains(dnsErr.Err, e.Error()) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// localError marks a probe error that a local resource error caused, when the
+// probe's library reported it only as text (grpc, the Prometheus client).
+type localError struct{ err error }
+
+func (e localError) Error() string { return e.err.Error() }
+func (e localError) Unwrap() error { return e.err }
+
+// trace collects what a probe's dials saw, across the goroutines a library may
+// dial from.
+type trace struct{ local atomic.Bool }
+
+type traceKey struct{}
+
+func withTrace(ctx context.Context, tr *trace) context.Context {
+	return context.WithValue(ctx, traceKey{}, tr)
+}
+
+// traceFrom returns ctx's trace, nil when it has none (a probe run outside the
+// scheduler).
+func traceFrom(ctx context.Context) *trace {
+	tr, _ := ctx.Value(traceKey{}).(*trace)
+	return tr
+}
+
+// dialer opens every probe's connection: it notes on tr (which may be nil) a
+// failure of this process's own, so the scheduler can tell it from the endpoint's.
+func (tr *trace) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, network, addr)
+	if err != nil && tr != nil && IsLocal(err) {
+		tr.local.Store(true)
+	}
+	return c, err
 }

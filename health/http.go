@@ -119,8 +119,7 @@ func newHTTPChecker(spec *Spec, agent string) (Checker, error) {
 // ctx (the scheduler's budget), the whole probe.
 func (c *httpChecker) Check(ctx context.Context) error {
 	dctx, cancel := context.WithTimeout(ctx, c.connect)
-	var d net.Dialer
-	conn, err := d.DialContext(dctx, "tcp", c.addr)
+	conn, err := traceFrom(ctx).dial(dctx, "tcp", c.addr)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("connect: %w", err)
