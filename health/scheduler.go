@@ -397,12 +397,14 @@ func (s *Scheduler) run(ctx context.Context, e *entry) {
 		if ctx.Err() != nil {
 			return
 		}
+		// The next probe is due one interval after this one ended, however long
+		// recording it takes (a publication can wait for others).
+		t.Reset(interval)
 		if err != nil && IsLocal(err) {
 			s.skipped(e, err)
 		} else {
 			s.record(e, err, took)
 		}
-		t.Reset(interval)
 	}
 }
 

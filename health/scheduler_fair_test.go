@@ -248,3 +248,38 @@ func TestSchedulerReleaseWhileWaiting(t *testing.T) {
 		}
 	})
 }
+
+// A slow publication (a subscriber compiling a large table) does not push back the
+// next probe: it is due one interval after the last one ended.
+func TestSchedulerSlowPublicationKeepsCadence(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		fail := false
+		var plog *probeLog
+		s := &Scheduler{
+			Jitter: func(time.Duration) time.Duration { return 0 },
+			NewChecker: func(sp *Spec) (Checker, error) {
+				return CheckFunc(func(context.Context) error {
+					plog.add(sp.Name)
+					mu.Lock()
+					defer mu.Unlock()
+					fail = !fail // a change each probe: each one publishes
+					if fail {
+						return errFail
+					}
+					return nil
+				}), nil
+			},
+		}
+		defer s.Subscribe(func(*Snapshot) { time.Sleep(4 * time.Second) })() // called at once, too
+		plog = newProbeLog()
+		s.Acquire([]*Spec{testSpec("a", 10*time.Second, 1, 1)})
+		s.Start(context.Background())
+		defer s.Stop()
+		advance(30*time.Second + time.Millisecond)
+		want := []time.Duration{0, 10 * time.Second, 20 * time.Second, 30 * time.Second}
+		if got := plog.get("a"); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("probes started at %v; want %v, whatever publishing takes", got, want)
+		}
+	})
+}
