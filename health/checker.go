@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -141,13 +143,66 @@ func traceFrom(ctx context.Context) *trace {
 	return tr
 }
 
-// dialer opens every probe's connection: it notes on tr (which may be nil) a
+// dial opens every probe's connection. Out of file descriptors, it gives one of
+// the reserve's back and tries once more. It notes on tr (which may be nil) a
 // failure of this process's own, so the scheduler can tell it from the endpoint's.
 func (tr *trace) dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, network, addr)
+	if (errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)) && fdReserve.take() {
+		c, err = d.DialContext(ctx, network, addr)
+	}
 	if err != nil && tr != nil && IsLocal(err) {
 		tr.local.Store(true)
 	}
 	return c, err
+}
+
+// ReserveFDs is how many file descriptors the process keeps open on the null
+// device for probes: a probe that finds none free closes one and takes its place,
+// so a flood of connections that exhausts the process's descriptors does not stop
+// probing outright. The scheduler refills the reserve after each probe.
+const ReserveFDs = 8
+
+var fdReserve reserve
+
+// reserve holds descriptors open for probes to take when the process has none.
+type reserve struct {
+	mu    sync.Mutex
+	files []*os.File
+}
+
+// take closes one reserved descriptor, freeing its number for the caller's next
+// socket; it reports false when the reserve is empty.
+func (r *reserve) take() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.files) == 0 {
+		return false
+	}
+	f := r.files[len(r.files)-1]
+	r.files = r.files[:len(r.files)-1]
+	f.Close()
+	return true
+}
+
+// fill opens descriptors until the reserve holds ReserveFDs or the process has
+// no more.
+func (r *reserve) fill() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for len(r.files) < ReserveFDs {
+		f, err := os.Open(os.DevNull)
+		if err != nil {
+			return
+		}
+		r.files = append(r.files, f)
+	}
+}
+
+// size reports how many descriptors the reserve holds.
+func (r *reserve) size() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.files)
 }

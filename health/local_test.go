@@ -41,6 +41,94 @@ func exhaustFDs(t *testing.T) (restore func()) {
 	}
 }
 
+// fillFDs lowers the soft limit on open files to the descriptors open now plus a
+// few, and opens the null device on every number left below it, as a flood of
+// connections takes them all. The returned function closes those and restores the
+// limit. Tests calling it must not be parallel.
+func fillFDs(t *testing.T) (restore func()) {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("open descriptors not listed on this system: %v", err)
+	}
+	var old syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
+		t.Fatal(err)
+	}
+	low := old
+	low.Cur = uint64(len(ents) + 4) // at least 4 free: new descriptors take the lowest numbers
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
+		t.Fatal(err)
+	}
+	var fill []*os.File
+	restore = func() {
+		for _, f := range fill {
+			f.Close()
+		}
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
+			t.Error(err)
+		}
+	}
+	for range low.Cur {
+		f, err := os.Open(os.DevNull)
+		if errors.Is(err, syscall.EMFILE) {
+			return restore
+		}
+		if err != nil {
+			restore()
+			t.Fatal(err)
+		}
+		fill = append(fill, f)
+	}
+	restore()
+	t.Fatalf("descriptors did not run out under a limit of %d", low.Cur)
+	return nil
+}
+
+// With every descriptor taken, probes run on the reserve: each takes a reserved
+// descriptor's number and the reserve is refilled from the one it frees. With the
+// reserve emptied, the probe has no result.
+func TestProbeOutOfDescriptorsUsesReserve(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0") // never accepts: connections complete in the backlog
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	sp := &Spec{Name: "tcp", Type: TCP, Target: ln.Addr().String(), Timeout: 5 * time.Second}
+	sp.Seal()
+	c, err := NewChecker(sp, testAgent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s Scheduler
+	fdReserve.fill()
+	restore := fillFDs(t)
+	defer restore()
+	for i := range 2 * ReserveFDs {
+		if err, _ := s.probe(t.Context(), c, sp); err != nil {
+			t.Fatalf("probe %d out of descriptors: %v; want it run on the reserve", i, err)
+		}
+		fdReserve.fill() // as the scheduler does after each probe
+	}
+	if n := fdReserve.size(); n != ReserveFDs {
+		t.Errorf("reserve holds %d after the probes; want it refilled to %d", n, ReserveFDs)
+	}
+	// Out of the reserve too: its descriptors stay open, but no longer for probes.
+	fdReserve.mu.Lock()
+	held := fdReserve.files
+	fdReserve.files = nil
+	fdReserve.mu.Unlock()
+	err, _ = s.probe(t.Context(), c, sp)
+	for _, f := range held {
+		f.Close()
+	}
+	restore()
+	fdReserve.fill()
+	if !IsLocal(err) {
+		t.Fatalf("probe out of descriptors and reserve: %v; want a local error", err)
+	}
+}
+
 // localTargets starts a healthy endpoint of every probed type on loopback and
 // returns a spec for each.
 func localTargets(t *testing.T) []*Spec {

@@ -80,8 +80,9 @@ type Aggregator interface {
 // how long they waited is their lag (Observer.Started), and how many wait now is
 // the Backlog.
 //
-// A probe whose connection fails for a reason of this process's own (IsLocal: out
-// of file descriptors, buffers or source ports) has no result: the check keeps its
+// Out of file descriptors, a probe takes one of the ReserveFDs kept for probes. A
+// probe whose connection fails for a reason of this process's own (IsLocal: out of
+// file descriptors, buffers or source ports) has no result: the check keeps its
 // state, Observer.Skipped counts it and the log says so at most once a minute.
 // A snapshot is published whenever a check's published status changes; changes that
 // arrive while a publication is running are coalesced into the next one, which copies
@@ -133,6 +134,7 @@ func (s *Scheduler) Start(ctx context.Context) {
 	}
 	s.ctx, s.cancel = context.WithCancel(ctx)
 	s.resizeLocked()
+	fdReserve.fill()
 	for _, e := range s.checks {
 		s.startLocked(e)
 	}
@@ -394,6 +396,7 @@ func (s *Scheduler) run(ctx context.Context, e *entry) {
 		s.started(e, lag)
 		err, took := s.probe(ctx, checker, spec)
 		s.slots.release()
+		fdReserve.fill()
 		if ctx.Err() != nil {
 			return
 		}

@@ -65,14 +65,17 @@ func probingAcceptor(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// A server out of file descriptors, its limit lowered and then filled by idle
-// connections to its metrics listener, as a flood would: probes cannot open
-// sockets, the check they would have failed stays healthy, DNS answers do not
-// change, the skipped probes are counted and the log says so once.
+// A server out of file descriptors keeps its check's health and its DNS answers.
+// First its limit is lowered and the rest filled by idle connections to its
+// metrics listener, as a flood would: probes run on the descriptors reserved for
+// them and keep passing. Then its limit is lowered below every free descriptor
+// number, where the reserve cannot help: probes cannot open sockets, the check
+// they would have failed stays healthy, the skipped probes are counted and the
+// log says so once.
 //
-// The interval is 200 ms so that the 2 s of exhaustion spans ten probes, more than
-// the failure threshold; the health package's TestSchedulerLocalErrorKeepsState
-// runs the defaults.
+// The interval is 200 ms so that 2 s of each spans ten probes, more than the
+// failure threshold; the health package's TestSchedulerLocalErrorKeepsState runs
+// the defaults.
 func TestProbingOutOfDescriptorsKeepsHealth(t *testing.T) {
 	target := probingAcceptor(t)
 	port, metrics := coretest.FreePort(t), fmt.Sprintf("127.0.0.1:%d", coretest.FreePort(t))
@@ -89,45 +92,57 @@ func TestProbingOutOfDescriptorsKeepsHealth(t *testing.T) {
 		}
 	}
 }`, port, metrics, target), port, "www.example.org")
-	const pass = `coredns_healthroute_probes_total{check="ok",result="pass"}`
-	probingWaitMetrics(t, metrics, 10*time.Second, "the check passes", func(m map[string]float64) bool { return m[pass] >= 1 })
-	primary := func() bool {
-		r := srv.Query(t, "www.example.org", dns.TypeA)
-		return len(r.Answer) == 1 && r.Answer[0].(*dns.A).A.String() == "192.0.2.1"
-	}
-	if !primary() {
-		t.Fatal("www does not answer the primary before the flood")
-	}
-
+	const (
+		pass    = `coredns_healthroute_probes_total{check="ok",result="pass"}`
+		fail    = `coredns_healthroute_probes_total{check="ok",result="fail"}`
+		local   = `coredns_healthroute_probe_local_errors_total{check="ok"}`
+		down    = `coredns_healthroute_check_transitions_total{check="ok",to="unhealthy"}`
+		skipLog = "for lack of local resources"
+	)
+	m0 := probingWaitMetrics(t, metrics, 10*time.Second, "the check passes", func(m map[string]float64) bool { return m[pass] >= 1 })
 	pid := srv.Cmd.Process.Pid
-	room := 16
-	lim := syscall.Rlimit{Cur: uint64(probingOpenFDs(t, pid) + room)}
 	old, err := probingPrlimit(pid, nil)
 	if err != nil {
 		t.Skipf("prlimit: %v", err)
 	}
-	lim.Max = old.Max // only the soft limit: raised again below
-	if _, err := probingPrlimit(pid, &lim); err != nil {
-		t.Skipf("prlimit: %v", err)
-	}
-	restored := false
 	restore := func() {
-		if !restored {
-			restored = true
-			if _, err := probingPrlimit(pid, &old); err != nil {
-				t.Error(err)
-			}
+		if _, err := probingPrlimit(pid, &old); err != nil {
+			t.Error(err)
 		}
 	}
 	defer restore()
+	// outOfDescriptors asks for www for 2 s, ten probes at 200 ms: three failures
+	// would take the check down and answer the secondary.
+	outOfDescriptors := func(what string) {
+		t.Helper()
+		end := time.Now().Add(2 * time.Second)
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for i := 0; time.Now().Before(end); i++ {
+			r := srv.Query(t, "www.example.org", dns.TypeA)
+			if len(r.Answer) != 1 || r.Answer[0].(*dns.A).A.String() != "192.0.2.1" {
+				t.Fatalf("%s: query %d answered %v; want the primary: the check went down\n%s", what, i, r.Answer, srv.Output())
+			}
+			<-tick.C
+		}
+	}
+
+	// 1. Filled by a flood of idle connections.
+	const room = 16
+	lim := syscall.Rlimit{Cur: uint64(probingOpenFDs(t, pid) + room), Max: old.Max} // the soft limit only
+	if _, err := probingPrlimit(pid, &lim); err != nil {
+		t.Skipf("prlimit: %v", err)
+	}
 	// Twice the room: the server accepts until it has no descriptor left, the rest
-	// wait in its backlog to take any that a probe frees.
+	// wait in its backlog to take any that frees.
 	var held []net.Conn
-	defer func() {
+	closeHeld := func() {
 		for _, c := range held {
 			c.Close()
 		}
-	}()
+		held = nil
+	}
+	defer closeHeld()
 	for range 2 * room {
 		c, err := net.DialTimeout("tcp", metrics, 2*time.Second)
 		if err != nil {
@@ -135,39 +150,33 @@ func TestProbingOutOfDescriptorsKeepsHealth(t *testing.T) {
 		}
 		held = append(held, c)
 	}
-	const skippedLog = "for lack of local resources"
-	probingWaitOutput(t, srv.Output, skippedLog, 10*time.Second)
-
-	// Two seconds out of descriptors: ten probes at 200 ms, three fail a check.
-	end := time.Now().Add(2 * time.Second)
-	tick := time.NewTicker(50 * time.Millisecond)
-	queries := 0
-	for time.Now().Before(end) {
-		queries++
-		if !primary() {
-			tick.Stop()
-			t.Fatalf("query %d out of descriptors answered the secondary: the check went down\n%s", queries, srv.Output())
-		}
-		<-tick.C
-	}
-	tick.Stop()
+	probingWaitOutput(t, srv.Output, "accept4: too many open files", 10*time.Second)
+	outOfDescriptors("descriptors taken by a flood")
 	restore()
-	for _, c := range held {
-		c.Close()
+	closeHeld()
+	m1 := probingWaitMetrics(t, metrics, 10*time.Second, "metrics served after the flood", func(map[string]float64) bool { return true })
+	t.Logf("flood: %v probes passed, %v skipped (until the scrape after it)", m1[pass]-m0[pass], m1[local])
+	if m1[pass]-m0[pass]+m1[local] < 4 {
+		t.Errorf("%v probes passed, %v skipped in 2s at 200ms; want the check probed on", m1[pass]-m0[pass], m1[local])
 	}
-	held = nil
 
-	m := probingWaitMetrics(t, metrics, 10*time.Second, "metrics served again", func(map[string]float64) bool { return true })
-	local := m[`coredns_healthroute_probe_local_errors_total{check="ok"}`]
-	down := m[`coredns_healthroute_check_transitions_total{check="ok",to="unhealthy"}`]
-	t.Logf("out of descriptors for 2s: %d DNS answers unchanged, %v probes skipped, %v passed in all", queries, local, m[pass])
-	if local < 4 {
-		t.Errorf("%v probes counted as local errors; want more than the failure threshold (3) in 2s at 200ms", local)
+	// 2. No descriptor number left at all.
+	lim.Cur = 3
+	if _, err := probingPrlimit(pid, &lim); err != nil {
+		t.Fatal(err)
 	}
-	if down != 0 {
-		t.Errorf("the check went down %v times out of descriptors; want never", down)
+	probingWaitOutput(t, srv.Output, skipLog, 5*time.Second)
+	outOfDescriptors("no descriptor left")
+	restore()
+	m2 := probingWaitMetrics(t, metrics, 10*time.Second, "metrics served with descriptors back", func(map[string]float64) bool { return true })
+	t.Logf("no descriptor: %v probes skipped, %v passed", m2[local]-m1[local], m2[pass]-m1[pass])
+	if m2[local]-m1[local] < 4 {
+		t.Errorf("%v probes counted as local errors in 2s at 200ms; want more than the failure threshold (3)", m2[local]-m1[local])
 	}
-	if n := strings.Count(srv.Output(), skippedLog); n != 1 {
+	if m2[fail] != 0 || m2[down] != 0 {
+		t.Errorf("%v probes failed and the check went down %v times out of descriptors; want none", m2[fail], m2[down])
+	}
+	if n := strings.Count(srv.Output(), skipLog); n != 1 {
 		t.Errorf("the log says %d times that probes could not run; want once (rate-limited):\n%s", n, srv.Output())
 	}
 }
