@@ -20,6 +20,9 @@ func TestRegistryMaxProbesOnReload(t *testing.T) {
 	if r.acquire(reloaded) != s {
 		t.Fatal("a reload must keep the scheduler")
 	}
+	if n := s.MaxInFlightNow(); n != 700 {
+		t.Errorf("bound %d with blocks setting 50 and 700; want the largest", n)
+	}
 	r.release(old)
 	if n := s.MaxInFlightNow(); n != 700 {
 		t.Errorf("bound %d after a reload to max_probes 700; want 700", n)

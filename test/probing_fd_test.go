@@ -180,3 +180,42 @@ func TestProbingOutOfDescriptorsKeepsHealth(t *testing.T) {
 		t.Errorf("the log says %d times that probes could not run; want once (rate-limited):\n%s", n, srv.Output())
 	}
 }
+
+// Started with a soft file descriptor limit under the hard one, as `ulimit -S -n`
+// leaves it, the server raises the soft limit to the hard one (less one: the Go
+// runtime's choice): probes and listeners get the descriptors the administrator
+// allows.
+func TestProbingRaisesSoftFDLimit(t *testing.T) {
+	var old syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
+		t.Fatal(err)
+	}
+	if old.Max < 1024 {
+		t.Skipf("hard limit %d: too low to lower the soft one", old.Max)
+	}
+	coretest.Binary(t) // built before the limit is lowered
+	low := old
+	low.Cur = 512 // inherited by the server
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
+		t.Fatal(err)
+	}
+	port := coretest.FreePort(t)
+	srv := func() *coretest.Server {
+		defer syscall.Setrlimit(syscall.RLIMIT_NOFILE, &old) // the test's own, back once the server runs
+		return coretest.Start(t, fmt.Sprintf(`example.org:%d {
+	bind 127.0.0.1
+	healthroute {
+		record www.example.org. simple {
+			A 192.0.2.1
+		}
+	}
+}`, port), port, "www.example.org")
+	}()
+	got, err := probingPrlimit(srv.Cmd.Process.Pid, nil)
+	if err != nil {
+		t.Skipf("prlimit: %v", err)
+	}
+	if got.Cur+1 < got.Max {
+		t.Errorf("server's file descriptor limit: soft %d, hard %d; want the soft raised to the hard", got.Cur, got.Max)
+	}
+}
