@@ -149,13 +149,37 @@ func traceFrom(ctx context.Context) *trace {
 func (tr *trace) dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, network, addr)
-	if (errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)) && fdReserve.take() {
+	out := outOfFDs(err)
+	if out && fdReserve.take() {
 		c, err = d.DialContext(ctx, network, addr)
+		out = outOfFDs(err)
 	}
-	if err != nil && tr != nil && IsLocal(err) {
+	if err != nil && tr != nil && (out || IsLocal(err)) {
 		tr.local.Store(true)
 	}
 	return c, err
+}
+
+// outOfFDs reports whether a dial failed for want of a file descriptor. The
+// resolver, out of descriptors, says only that the name was not found: a failed
+// lookup counts when this process cannot open a descriptor right after.
+func outOfFDs(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+		return true
+	}
+	var dnsErr *net.DNSError
+	if !errors.As(err, &dnsErr) {
+		return false
+	}
+	f, err := os.Open(os.DevNull)
+	if err != nil {
+		return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
+	}
+	f.Close()
+	return false
 }
 
 // ReserveFDs is how many file descriptors the process keeps open on the null

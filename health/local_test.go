@@ -148,11 +148,10 @@ func localTargets(t *testing.T) []*Spec {
 		{Name: "http", Type: HTTP, Target: httpSrv.URL},
 		{Name: "https", Type: HTTPS, Target: httpsSrv.URL},
 		{Name: "tcp", Type: TCP, Target: tcpAddr},
-		{Name: "websocket", Type: WebSocket, Target: "ws" + httpSrv.URL[len("http"):]},
+		{Name: "websocket", Type: WebSocket, Target: "ws" + ws.URL[len("http"):]},
 		{Name: "grpc", Type: GRPC, Target: "grpc://" + grpcAddr},
 		{Name: "prometheus", Type: Prometheus, Target: promSrv.URL, Query: "up"},
 	}
-	specs[3].Target = "ws" + ws.URL[len("http"):]
 	for _, sp := range specs {
 		sp.Timeout = 5 * time.Second
 		sp.Seal()
@@ -183,6 +182,31 @@ func TestProbeOutOfDescriptorsIsLocal(t *testing.T) {
 				t.Fatalf("probe with descriptors back failed: %v", err)
 			}
 		})
+	}
+}
+
+// Out of descriptors, the resolver says only that a name was not found; a probe of
+// a target by name then has no result instead of failing. With descriptors, a
+// lookup failure is the endpoint's. (Out of descriptors the resolver cannot send
+// a query, so the name never leaves the process.)
+func TestProbeLookupOutOfDescriptorsIsLocal(t *testing.T) {
+	notFound := &net.OpError{Op: "dial", Net: "tcp", Err: &net.DNSError{Err: "no such host", Name: "x.invalid", IsNotFound: true}}
+	if outOfFDs(notFound) {
+		t.Errorf("a lookup failure with descriptors free counted as out of descriptors")
+	}
+	sp := &Spec{Name: "by name", Type: TCP, Target: "probe-target.invalid:80", Timeout: 5 * time.Second}
+	sp.Seal()
+	c, err := NewChecker(sp, testAgent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s Scheduler
+	restore := exhaustFDs(t)
+	err, _ = s.probe(t.Context(), c, sp)
+	restore()
+	var dnsErr *net.DNSError
+	if !errors.As(err, &dnsErr) || !IsLocal(err) {
+		t.Fatalf("probe of a name out of descriptors: %v; want a lookup failure marked local", err)
 	}
 }
 
