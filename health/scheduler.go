@@ -1,7 +1,7 @@
 package health
 
 import (
-	"container/list"
+	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -382,6 +382,9 @@ func (s *Scheduler) run(ctx context.Context, e *entry) {
 	interval := effectiveInterval(spec)
 	t := time.NewTimer(s.jitter(interval))
 	defer t.Stop()
+	// How long the previous probe held its slot; before the first, the most it can,
+	// so that an endpoint not yet known waits behind those known to answer quickly.
+	last := budget(spec)
 	for {
 		select {
 		case <-ctx.Done():
@@ -389,13 +392,14 @@ func (s *Scheduler) run(ctx context.Context, e *entry) {
 		case <-t.C:
 		}
 		due := time.Now()
-		if s.slots.acquire(ctx) != nil {
+		if s.slots.acquire(ctx, waitKey(due, last)) != nil {
 			return
 		}
 		lag := time.Since(due)
 		s.started(e, lag)
 		err, took := s.probe(ctx, checker, spec)
 		s.slots.release()
+		last = took
 		fdReserve.fill()
 		if ctx.Err() != nil {
 			return
@@ -409,6 +413,19 @@ func (s *Scheduler) run(ctx context.Context, e *entry) {
 			s.record(e, err, took)
 		}
 	}
+}
+
+// CostWeight orders the checks waiting for a probe slot: by due time plus
+// CostWeight times how long the check's previous probe held its slot. A check
+// whose target answers at once is not kept waiting behind hung ones; a check whose
+// probes hang waits at most CostWeight times their duration longer than in due
+// order, and only while quicker checks fill every slot.
+const CostWeight = 100
+
+// waitKey is the place in line of a check due at due whose previous probe took
+// took (its budget before its first).
+func waitKey(due time.Time, took time.Duration) time.Time {
+	return due.Add(CostWeight * took)
 }
 
 // effectiveInterval is spec's interval, defaulted and held to MinInterval (parse
@@ -717,39 +734,50 @@ func Flatten(specs []*Spec) []*Spec {
 	return out
 }
 
-// limiter bounds the probes in flight: a counting semaphore whose bound can change,
-// granting slots to waiters in the order they asked.
+// limiter bounds the probes in flight: a counting semaphore whose bound can change.
+// Waiters are granted slots in the order of their keys (see waitKey), ties in the
+// order they asked.
 type limiter struct {
 	mu    sync.Mutex
 	limit int
 	used  int
-	queue list.List // of chan struct{}, closed when granted
+	seq   uint64
+	queue waitQueue
 }
 
-// acquire takes a slot, waiting in line for one; it fails when ctx ends first.
-func (l *limiter) acquire(ctx context.Context) error {
+// waiter is one probe waiting for a slot; ch is closed when it is granted one.
+type waiter struct {
+	ch  chan struct{}
+	key time.Time
+	seq uint64
+	i   int // index in the queue, -1 once out of it
+}
+
+// acquire takes a slot, waiting in line for one by key; it fails when ctx ends
+// first.
+func (l *limiter) acquire(ctx context.Context, key time.Time) error {
 	l.mu.Lock()
-	if l.used < l.limit && l.queue.Len() == 0 {
+	if l.used < l.limit && len(l.queue) == 0 {
 		l.used++
 		l.mu.Unlock()
 		return nil
 	}
-	ch := make(chan struct{})
-	el := l.queue.PushBack(ch)
+	l.seq++
+	w := &waiter{ch: make(chan struct{}), key: key, seq: l.seq}
+	heap.Push(&l.queue, w)
 	l.mu.Unlock()
 	select {
-	case <-ch:
+	case <-w.ch:
 		return nil
 	case <-ctx.Done():
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	select {
-	case <-ch: // granted as ctx ended: hand the slot on
+	if w.i < 0 { // granted as ctx ended: hand the slot on
 		l.used--
 		l.grantLocked()
-	default:
-		l.queue.Remove(el)
+	} else {
+		heap.Remove(&l.queue, w.i)
 	}
 	return ctx.Err()
 }
@@ -772,15 +800,43 @@ func (l *limiter) resize(n int) int {
 }
 
 func (l *limiter) grantLocked() {
-	for l.used < l.limit && l.queue.Len() > 0 {
-		close(l.queue.Remove(l.queue.Front()).(chan struct{}))
+	for l.used < l.limit && len(l.queue) > 0 {
+		close(heap.Pop(&l.queue).(*waiter).ch)
 		l.used++
 	}
 }
 
 func (l *limiter) cap() int     { l.mu.Lock(); defer l.mu.Unlock(); return l.limit }
 func (l *limiter) inUse() int   { l.mu.Lock(); defer l.mu.Unlock(); return l.used }
-func (l *limiter) waiting() int { l.mu.Lock(); defer l.mu.Unlock(); return l.queue.Len() }
+func (l *limiter) waiting() int { l.mu.Lock(); defer l.mu.Unlock(); return len(l.queue) }
+
+// waitQueue is a heap of waiters by key, then by arrival.
+type waitQueue []*waiter
+
+func (q waitQueue) Len() int { return len(q) }
+func (q waitQueue) Less(i, j int) bool {
+	if !q[i].key.Equal(q[j].key) {
+		return q[i].key.Before(q[j].key)
+	}
+	return q[i].seq < q[j].seq
+}
+func (q waitQueue) Swap(i, j int) {
+	q[i], q[j] = q[j], q[i]
+	q[i].i, q[j].i = i, j
+}
+func (q *waitQueue) Push(x any) {
+	w := x.(*waiter)
+	w.i = len(*q)
+	*q = append(*q, w)
+}
+func (q *waitQueue) Pop() any {
+	old := *q
+	w := old[len(old)-1]
+	old[len(old)-1] = nil
+	*q = old[:len(old)-1]
+	w.i = -1
+	return w
+}
 
 // rateLog lets a repeated log line through at most once per logEvery, counting the
 // events in between.

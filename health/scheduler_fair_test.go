@@ -113,13 +113,30 @@ func TestSchedulerHungTargetsDoNotStarveOthers(t *testing.T) {
 	})
 }
 
-// With max_probes set below what hung targets need, checks run late: the lag and
-// the backlog show it. This is the configuration the issue measured (max_probes
-// 50 of the 500 slots 1000 hung checks may need).
+// With max_probes set below what hung targets need (50 of the 505 slots 1000 hung
+// checks may need, as the issue measured), hung checks run late and the lag and
+// the backlog show it. A check whose target fails at once waits in due order for
+// its first probe (nothing tells it from a hung one yet), then ahead of the hung
+// ones, for no more than the first slot to free (at most a hung probe's budget):
+// it goes down within (interval + timeout) × (threshold - 1) + 1 s of that first
+// probe, where in due order each of its probes would wait for a round of 1000.
 func TestSchedulerTooFewSlotsShowLag(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		obs := newRecObserver()
-		s := &Scheduler{MaxInFlight: 50, NewChecker: hungOrFailing, Observer: obs}
+		first := map[string]time.Duration{}
+		var mu sync.Mutex
+		t0 := time.Now()
+		s := &Scheduler{MaxInFlight: 50, Observer: obs, NewChecker: func(sp *Spec) (Checker, error) {
+			c, _ := hungOrFailing(sp)
+			return CheckFunc(func(ctx context.Context) error {
+				mu.Lock()
+				if _, ok := first[sp.Name]; !ok {
+					first[sp.Name] = time.Since(t0)
+				}
+				mu.Unlock()
+				return c.Check(ctx)
+			}), nil
+		}}
 		all, failing := hungAndFailingSpecs(1000)
 		s.Acquire(all)
 		s.Start(context.Background())
@@ -137,8 +154,79 @@ func TestSchedulerTooFewSlotsShowLag(t *testing.T) {
 		if lag < 10*time.Second || late == 0 {
 			t.Errorf("max lag %s, %d late probes; want lags of tens of seconds reported", lag, late)
 		}
-		in, _ := s.Info(failing[0].Fingerprint())
-		t.Logf("max_probes 50: max lag %s after %s, backlog %d; a failing check's last lag %s", lag, DefaultInterval, s.Backlog(), in.LastLag)
+		// A round of first probes, 1010 at 10 s each through 50 slots, then the
+		// bound for the last one probed.
+		advance(1010*TCPConnect/50 + (DefaultInterval+TCPConnect)*(DefaultFails-1) + 2*time.Second - DefaultInterval)
+		obs.mu.Lock()
+		defer obs.mu.Unlock()
+		mu.Lock()
+		defer mu.Unlock()
+		var slowest, slowestFirst time.Duration
+		for _, sp := range failing {
+			d, ok := obs.down[sp.Name]
+			f := first[sp.Name]
+			if bound := f + (DefaultInterval+TCPConnect)*(DefaultFails-1) + time.Second; !ok || d > bound {
+				t.Errorf("check %s probed first at %s, down at %s (seen: %v); want down by %s", sp.Name, f, d, ok, bound)
+			}
+			slowest, slowestFirst = max(slowest, d), max(slowestFirst, f)
+		}
+		t.Logf("max_probes 50: backlog %d; failing checks first probed by %s, down by %s; %d of 1000 hung checks down",
+			s.Backlog(), slowestFirst, slowest, len(obs.down)-len(failing))
+	})
+}
+
+// The limiter grants waiting probes by key (due time plus CostWeight times the
+// previous probe's duration), ties by arrival, and a waiter whose context ends
+// leaves the line.
+func TestLimiterOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := &limiter{limit: 1}
+		if err := l.acquire(context.Background(), time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+		t0 := time.Now()
+		var mu sync.Mutex
+		var order []string
+		ctx, cancel := context.WithCancel(context.Background())
+		for _, w := range []struct {
+			name string
+			key  time.Time
+			ctx  context.Context
+		}{
+			{"hung, due first", waitKey(t0, TCPConnect), context.Background()},
+			{"quick", waitKey(t0.Add(time.Second), time.Millisecond), context.Background()},
+			{"new", waitKey(t0.Add(2*time.Second), 0), context.Background()},
+			{"cancelled", waitKey(t0, 0), ctx},
+			{"quick, same key", waitKey(t0.Add(time.Second), time.Millisecond), context.Background()},
+		} {
+			go func() {
+				if w.ctx.Err() == nil && l.acquire(w.ctx, w.key) == nil {
+					mu.Lock()
+					order = append(order, w.name)
+					mu.Unlock()
+					time.Sleep(time.Second)
+					l.release()
+				}
+			}()
+			synctest.Wait() // queued in this order
+		}
+		cancel()
+		synctest.Wait()
+		if n := l.waiting(); n != 4 {
+			t.Fatalf("%d waiting after one left; want 4", n)
+		}
+		l.release()
+		time.Sleep(10 * time.Second)
+		want := "[quick quick, same key new hung, due first]"
+		mu.Lock()
+		got := fmt.Sprint(order)
+		mu.Unlock()
+		if got != want {
+			t.Errorf("granted %s; want %s", got, want)
+		}
+		if n := l.inUse(); n != 0 {
+			t.Errorf("%d slots in use after every waiter released; want 0", n)
+		}
 	})
 }
 
