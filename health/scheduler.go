@@ -102,7 +102,7 @@ type Scheduler struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	slots  limiter
-	demand float64             // sum over checks of the share of time each can hold a slot
+	short  bool                // the bound is below what the checks may need (warned once)
 	dirty  map[string]struct{} // fingerprints whose published status may be stale
 	all    bool                // every fingerprint is stale (Republish)
 	want   uint64              // publication requests so far
@@ -172,7 +172,6 @@ func (s *Scheduler) Acquire(specs []*Spec) error {
 		}
 		e := &entry{spec: sp, refs: 1, info: Info{Spec: sp}}
 		s.checks[fp] = e
-		s.demand += demand(sp)
 		if s.ctx != nil {
 			s.startLocked(e)
 		}
@@ -234,17 +233,21 @@ func demand(sp *Spec) float64 {
 func (s *Scheduler) resizeLocked() {
 	var d float64
 	for _, e := range s.checks {
-		d += demand(e.spec) // summed afresh: no drift from adding and removing
+		d += demand(e.spec)
 	}
-	s.demand = d
-	need := AutoMaxInFlight(d, 0)
-	n := s.MaxInFlight
+	need := min(AutoMaxInFlight(d, 0), len(s.checks))
+	n, why := s.MaxInFlight, "max_probes"
 	if n <= 0 {
-		n = AutoMaxInFlight(d, nofileLimit())
+		nofile := nofileLimit()
+		n, why = AutoMaxInFlight(d, nofile), fmt.Sprintf("half the file descriptor limit, %d", nofile)
 	}
-	if old := s.slots.resize(n); old != n && n < need && len(s.checks) > n {
-		log.Warningf("at most %d probes in flight (max_probes), below the %d these %d checks may need when their targets hang: checks will run late", n, need, len(s.checks))
+	s.slots.resize(n)
+	short := n < need
+	if short && !s.short {
+		log.Warningf("at most %d probes in flight (%s), below the %d these %d checks may need when their targets hang: checks will run late",
+			n, why, need, len(s.checks))
 	}
+	s.short = short
 }
 
 // Release drops a reference to each spec; a check with none left stops probing (its
