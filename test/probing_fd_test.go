@@ -14,6 +14,7 @@ import (
 	"unsafe"
 
 	"github.com/miekg/dns"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/healthroute/healthroute/internal/coretest"
 )
@@ -78,7 +79,9 @@ func probingAcceptor(t *testing.T) string {
 // the defaults.
 func TestProbingOutOfDescriptorsKeepsHealth(t *testing.T) {
 	target := probingAcceptor(t)
-	port, metrics := coretest.FreePort(t), fmt.Sprintf("127.0.0.1:%d", coretest.FreePort(t))
+	port, metricsPort := coretest.FreePort(t), coretest.FreePort(t)
+	metricsAddr := fmt.Sprintf("127.0.0.1:%d", metricsPort)
+	metrics := "http://" + metricsAddr + "/metrics"
 	srv := coretest.Start(t, fmt.Sprintf(`example.org:%d {
 	bind 127.0.0.1
 	prometheus %s
@@ -91,15 +94,15 @@ func TestProbingOutOfDescriptorsKeepsHealth(t *testing.T) {
 			secondary A 198.51.100.1
 		}
 	}
-}`, port, metrics, target), port, "www.example.org")
-	const (
-		pass    = `coredns_healthroute_probes_total{check="ok",result="pass"}`
-		fail    = `coredns_healthroute_probes_total{check="ok",result="fail"}`
-		local   = `coredns_healthroute_probe_local_errors_total{check="ok"}`
-		down    = `coredns_healthroute_check_transitions_total{check="ok",to="unhealthy"}`
-		skipLog = "for lack of local resources"
-	)
-	m0 := probingWaitMetrics(t, metrics, 10*time.Second, "the check passes", func(m map[string]float64) bool { return m[pass] >= 1 })
+}`, port, metricsAddr, target), port, "www.example.org")
+	const skipLog = "for lack of local resources"
+	pass := func(m map[string]*dto.MetricFamily) float64 {
+		return probingMetric(m, "probes_total", "check", "ok", "result", "pass")
+	}
+	local := func(m map[string]*dto.MetricFamily) float64 {
+		return probingMetric(m, "probe_local_errors_total", "check", "ok")
+	}
+	m0 := probingWaitMetrics(t, metrics, 10*time.Second, "the check passes", func(m map[string]*dto.MetricFamily) bool { return pass(m) >= 1 })
 	pid := srv.Cmd.Process.Pid
 	old, err := probingPrlimit(pid, nil)
 	if err != nil {
@@ -144,7 +147,7 @@ func TestProbingOutOfDescriptorsKeepsHealth(t *testing.T) {
 	}
 	defer closeHeld()
 	for range 2 * room {
-		c, err := net.DialTimeout("tcp", metrics, 2*time.Second)
+		c, err := net.DialTimeout("tcp", metricsAddr, 2*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -154,10 +157,10 @@ func TestProbingOutOfDescriptorsKeepsHealth(t *testing.T) {
 	outOfDescriptors("descriptors taken by a flood")
 	restore()
 	closeHeld()
-	m1 := probingWaitMetrics(t, metrics, 10*time.Second, "metrics served after the flood", func(map[string]float64) bool { return true })
-	t.Logf("flood: %v probes passed, %v skipped (until the scrape after it)", m1[pass]-m0[pass], m1[local])
-	if m1[pass]-m0[pass]+m1[local] < 4 {
-		t.Errorf("%v probes passed, %v skipped in 2s at 200ms; want the check probed on", m1[pass]-m0[pass], m1[local])
+	m1, _ := scrape(t, metrics)
+	t.Logf("flood: %v probes passed, %v skipped (until the scrape after it)", pass(m1)-pass(m0), local(m1))
+	if pass(m1)-pass(m0)+local(m1) < 4 {
+		t.Errorf("%v probes passed, %v skipped in 2s at 200ms; want the check probed on", pass(m1)-pass(m0), local(m1))
 	}
 
 	// 2. No descriptor number left at all.
@@ -168,13 +171,15 @@ func TestProbingOutOfDescriptorsKeepsHealth(t *testing.T) {
 	probingWaitOutput(t, srv.Output, skipLog, 5*time.Second)
 	outOfDescriptors("no descriptor left")
 	restore()
-	m2 := probingWaitMetrics(t, metrics, 10*time.Second, "metrics served with descriptors back", func(map[string]float64) bool { return true })
-	t.Logf("no descriptor: %v probes skipped, %v passed", m2[local]-m1[local], m2[pass]-m1[pass])
-	if m2[local]-m1[local] < 4 {
-		t.Errorf("%v probes counted as local errors in 2s at 200ms; want more than the failure threshold (3)", m2[local]-m1[local])
+	m2, _ := scrape(t, metrics)
+	t.Logf("no descriptor: %v probes skipped, %v passed", local(m2)-local(m1), pass(m2)-pass(m1))
+	if local(m2)-local(m1) < 4 {
+		t.Errorf("%v probes counted as local errors in 2s at 200ms; want more than the failure threshold (3)", local(m2)-local(m1))
 	}
-	if m2[fail] != 0 || m2[down] != 0 {
-		t.Errorf("%v probes failed and the check went down %v times out of descriptors; want none", m2[fail], m2[down])
+	fail := probingMetric(m2, "probes_total", "check", "ok", "result", "fail")
+	down := probingMetric(m2, "check_transitions_total", "check", "ok", "to", "unhealthy")
+	if fail != 0 || down != 0 {
+		t.Errorf("%v probes failed and the check went down %v times out of descriptors; want none", fail, down)
 	}
 	if n := strings.Count(srv.Output(), skipLog); n != 1 {
 		t.Errorf("the log says %d times that probes could not run; want once (rate-limited):\n%s", n, srv.Output())

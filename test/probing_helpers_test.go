@@ -1,83 +1,53 @@
-// Package test holds end-to-end tests that run the real CoreDNS binary of this
-// repository (internal/coretest) against real endpoints on loopback.
 package test
 
 import (
-	"bufio"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
-// probingScrape returns every sample the metrics endpoint at addr exports, keyed
-// by the series as printed (name{label="value",...}).
-func probingScrape(addr string) (map[string]float64, error) {
-	c := &http.Client{Timeout: 2 * time.Second}
-	resp, err := c.Get("http://" + addr + "/metrics")
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("metrics: status %d", resp.StatusCode)
-	}
-	out := map[string]float64{}
-	sc := bufio.NewScanner(io.LimitReader(resp.Body, 64<<20))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || line[0] == '#' {
-			continue
+// probingWaitMetrics scrapes the metrics endpoint url until cond holds for what
+// it exports, failing the test after within; it returns that scrape. A scrape
+// that fails (the listener restarting on a reload) counts as cond not holding.
+func probingWaitMetrics(t *testing.T, url string, within time.Duration, what string, cond func(map[string]*dto.MetricFamily) bool) map[string]*dto.MetricFamily {
+	t.Helper()
+	var fams map[string]*dto.MetricFamily
+	var last error
+	waitUntil(t, within, what, func() bool {
+		resp, err := httpClient.Get(url)
+		if err != nil {
+			last = err
+			return false
 		}
-		i := strings.LastIndexByte(line, ' ')
-		if i < 0 {
-			continue
-		}
-		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
-			out[line[:i]] = v
-		}
-	}
-	return out, sc.Err()
+		defer resp.Body.Close()
+		p := expfmt.NewTextParser(model.UTF8Validation)
+		fams, last = p.TextToMetricFamilies(resp.Body)
+		return last == nil && cond(fams)
+	}, func() string { return fmt.Sprintf("last scrape error: %v", last) })
+	return fams
 }
 
-// probingWaitMetrics scrapes addr until cond holds, failing the test after within;
-// it returns the samples that satisfied cond.
-func probingWaitMetrics(t *testing.T, addr string, within time.Duration, what string, cond func(map[string]float64) bool) map[string]float64 {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	tick := time.NewTicker(100 * time.Millisecond) // paces scrapes of a busy process
-	defer tick.Stop()
-	var lastErr error
-	for time.Now().Before(deadline) {
-		m, err := probingScrape(addr)
-		if err == nil && cond(m) {
-			return m
-		}
-		lastErr = err
-		<-tick.C
+// probingMetric is the value of the healthroute family name (without the
+// coredns_healthroute_ prefix) for the label pairs given, 0 when absent.
+func probingMetric(fams map[string]*dto.MetricFamily, name string, labels ...string) float64 {
+	want := map[string]string{}
+	for i := 0; i+1 < len(labels); i += 2 {
+		want[labels[i]] = labels[i+1]
 	}
-	t.Fatalf("%s: not within %s (last scrape error: %v)", what, within, lastErr)
-	return nil
+	return metricValue(fams, metricPrefix+name, want)
 }
 
 // probingWaitOutput waits until the server's output contains s, failing the test
 // after within.
 func probingWaitOutput(t *testing.T, output func() string, s string, within time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for !strings.Contains(output(), s) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %q in the server's output within %s:\n%s", s, within, output())
-		}
-		<-tick.C
-	}
+	waitUntil(t, within, "the server logs "+s, func() bool { return strings.Contains(output(), s) }, output)
 }
 
 // probingHungListener listens on loopback and never accepts: connections complete

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/healthroute/healthroute/internal/coretest"
 )
@@ -36,11 +37,12 @@ func TestProbingHungTargetsDoNotStarveOthers(t *testing.T) {
 	for i := range failing {
 		fmt.Fprintf(&checks, "\t\tcheck fail-%d http http://%s/%d {\n\t\t\tinterval %s\n\t\t\ttimeout %s\n\t\t}\n", i, refused, i, interval, timeout)
 	}
-	port, metrics := coretest.FreePort(t), fmt.Sprintf("127.0.0.1:%d", coretest.FreePort(t))
+	port, metricsPort := coretest.FreePort(t), coretest.FreePort(t)
+	metrics := fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)
 	corefile := func(extra string) string {
 		return fmt.Sprintf(`example.org:%d {
 	bind 127.0.0.1
-	prometheus %s
+	prometheus 127.0.0.1:%d
 	healthroute {
 %s%s
 		record www.example.org. failover {
@@ -48,7 +50,7 @@ func TestProbingHungTargetsDoNotStarveOthers(t *testing.T) {
 			secondary A 198.51.100.1
 		}
 	}
-}`, port, metrics, checks.String(), extra)
+}`, port, metricsPort, checks.String(), extra)
 	}
 	coretest.Binary(t) // built before the clock starts
 	t0 := time.Now()
@@ -56,12 +58,9 @@ func TestProbingHungTargetsDoNotStarveOthers(t *testing.T) {
 	started := time.Since(t0)
 
 	bound := interval*threshold + timeout + time.Second
-	downSeries := func(i int) string {
-		return fmt.Sprintf(`coredns_healthroute_check_transitions_total{check="fail-%d",to="unhealthy"}`, i)
-	}
-	m := probingWaitMetrics(t, metrics, bound+10*time.Second, "the refusing checks go down", func(m map[string]float64) bool {
+	m := probingWaitMetrics(t, metrics, bound+10*time.Second, "the refusing checks go down", func(m map[string]*dto.MetricFamily) bool {
 		for i := range failing {
-			if m[downSeries(i)] < 1 {
+			if probingMetric(m, "check_transitions_total", "check", fmt.Sprintf("fail-%d", i), "to", "unhealthy") < 1 {
 				return false
 			}
 		}
@@ -69,15 +68,12 @@ func TestProbingHungTargetsDoNotStarveOthers(t *testing.T) {
 	})
 	took := time.Since(t0)
 	var maxLag float64
-	lags := 0
-	for k, v := range m {
-		if strings.HasPrefix(k, "coredns_healthroute_probe_lag_seconds{") {
-			maxLag = max(maxLag, v)
-			lags++
-		}
+	lags := m[metricPrefix+"probe_lag_seconds"].GetMetric()
+	for _, s := range lags {
+		maxLag = max(maxLag, s.GetGauge().GetValue())
 	}
 	t.Logf("%d hung + %d refusing checks, max_probes %v: all refusing down %s after start (process up after %s; bound %s); max lag of %d checks %.3fs; backlog %v",
-		hung, failing, m["coredns_healthroute_max_probes"], took.Round(time.Millisecond), started.Round(time.Millisecond), bound, lags, maxLag, m["coredns_healthroute_probe_backlog"])
+		hung, failing, probingMetric(m, "max_probes"), took.Round(time.Millisecond), started.Round(time.Millisecond), bound, len(lags), maxLag, probingMetric(m, "probe_backlog"))
 	if took > bound {
 		t.Errorf("refusing checks down %s after the process started; want within %s", took, bound)
 	}
@@ -89,13 +85,13 @@ func TestProbingHungTargetsDoNotStarveOthers(t *testing.T) {
 	}
 
 	srv.Reload(t, corefile("\t\tmax_probes 50\n"))
-	probingWaitMetrics(t, metrics, 15*time.Second, "max_probes 50 applies on reload", func(m map[string]float64) bool {
-		return m["coredns_healthroute_max_probes"] == 50
+	probingWaitMetrics(t, metrics, 15*time.Second, "max_probes 50 applies on reload", func(m map[string]*dto.MetricFamily) bool {
+		return probingMetric(m, "max_probes") == 50
 	})
-	m = probingWaitMetrics(t, metrics, 2*interval+5*time.Second, "checks wait for slots under max_probes 50", func(m map[string]float64) bool {
-		return m["coredns_healthroute_probe_backlog"] > 0
+	m = probingWaitMetrics(t, metrics, 2*interval+5*time.Second, "checks wait for slots under max_probes 50", func(m map[string]*dto.MetricFamily) bool {
+		return probingMetric(m, "probe_backlog") > 0
 	})
-	t.Logf("max_probes 50: backlog %v", m["coredns_healthroute_probe_backlog"])
+	t.Logf("max_probes 50: backlog %v", probingMetric(m, "probe_backlog"))
 	probingWaitOutput(t, srv.Output, "probes started late", 2*interval+5*time.Second)
 	if !strings.Contains(srv.Output(), "below the") {
 		t.Errorf("no warning that max_probes 50 is below what the checks need:\n%s", srv.Output())
