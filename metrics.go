@@ -33,15 +33,7 @@ var (
 		Namespace: plugin.Namespace, Subsystem: "healthroute", Name: "check_transitions_total",
 		Help: "Changes of a check's probed state, by the state changed to: healthy or unhealthy.",
 	}, []string{"check", "to"})
-	_ = promauto.NewGaugeFunc(prometheus.GaugeOpts{
-		Namespace: plugin.Namespace, Subsystem: "healthroute", Name: "probes_in_flight",
-		Help: "Probes running now, across every check.",
-	}, func() float64 {
-		if s := shared.scheduler(); s != nil {
-			return float64(s.InFlight())
-		}
-		return 0
-	})
+	_        = schedulerGauge("probes_in_flight", "Probes running now, across every check.", (*health.Scheduler).InFlight)
 	probeLag = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace, Subsystem: "healthroute", Name: "probe_lag_seconds",
 		Help: "How long after its due time a check's latest probe started, waiting for a free probe slot.",
@@ -50,24 +42,9 @@ var (
 		Namespace: plugin.Namespace, Subsystem: "healthroute", Name: "probe_local_errors_total",
 		Help: "Probes with no result because this process lacked a resource (file descriptors, buffers, source ports); the check kept its state.",
 	}, []string{"check"})
-	_ = promauto.NewGaugeFunc(prometheus.GaugeOpts{
-		Namespace: plugin.Namespace, Subsystem: "healthroute", Name: "probe_backlog",
-		Help: "Checks past their due time, waiting for a free probe slot.",
-	}, func() float64 {
-		if s := shared.scheduler(); s != nil {
-			return float64(s.Backlog())
-		}
-		return 0
-	})
-	_ = promauto.NewGaugeFunc(prometheus.GaugeOpts{
-		Namespace: plugin.Namespace, Subsystem: "healthroute", Name: "max_probes",
-		Help: "The bound on probes in flight in force: max_probes, or the one fitted to the checks.",
-	}, func() float64 {
-		if s := shared.scheduler(); s != nil {
-			return float64(s.MaxInFlightNow())
-		}
-		return 0
-	})
+	_ = schedulerGauge("probe_backlog", "Checks past their due time, waiting for a free probe slot.", (*health.Scheduler).Backlog)
+	_ = schedulerGauge("max_probes", "The bound on probes in flight in force: max_probes, or the one fitted to the checks.",
+		(*health.Scheduler).MaxInFlightNow)
 	answersTotal = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace, Subsystem: "healthroute", Name: "answers_total",
 		Help: "Answers, by the record set and member (set identifier) they came from.",
@@ -85,6 +62,18 @@ var (
 		Help: "Time to compile a routing table from a health snapshot.", Buckets: plugin.SlimTimeBuckets,
 	})
 )
+
+// schedulerGauge registers a gauge that reads the running scheduler (0 without one).
+func schedulerGauge(name, help string, read func(*health.Scheduler) int) prometheus.GaugeFunc {
+	return promauto.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace, Subsystem: "healthroute", Name: name, Help: help,
+	}, func() float64 {
+		if s := shared.scheduler(); s != nil {
+			return float64(read(s))
+		}
+		return 0
+	})
+}
 
 // probeObserver feeds the check metrics from the scheduler.
 type probeObserver struct{}
