@@ -76,9 +76,10 @@ type Aggregator interface {
 // each probe ends (Route 53 counts the interval from the response). At most
 // MaxInFlight probes run at once, each under its budget (the check's timeout or the
 // type's default), so hung endpoints cost one slot each until their budget runs out.
-// Checks that come due while every slot is taken wait in the order they came due;
-// how long they waited is their lag (Observer.Started), and how many wait now is
-// the Backlog.
+// Checks that come due while every slot is taken wait, served by due time plus
+// CostWeight times their previous probe's duration, so quick checks do not queue
+// behind hung ones; how long they waited is their lag (Observer.Started), and how
+// many wait now is the Backlog.
 //
 // Out of file descriptors, a probe takes one of the ReserveFDs kept for probes. A
 // probe whose connection fails for a reason of this process's own (IsLocal: out of
@@ -206,8 +207,8 @@ func (s *Scheduler) Backlog() int { return s.slots.waiting() }
 
 // AutoMaxInFlight is the bound on probes in flight for a configuration whose checks
 // could hold demand slots at once if every target hung until the probe's budget
-// ran out (the sum over checks of budget/interval, at most 1 each): twice that,
-// for the start-up burst and jitter, and at least MinMaxInFlight. It is capped at
+// ran out (the sum over checks of budget/(budget+interval)): twice that, for the
+// start-up burst and jitter, and at least MinMaxInFlight. It is capped at
 // half of nofile, the process's file descriptor limit (0: none), since each probe
 // holds a socket and the listeners need the rest; under that cap checks run late,
 // visibly, rather than fail to open sockets.
@@ -221,7 +222,7 @@ func AutoMaxInFlight(demand float64, nofile uint64) int {
 
 // demand is the share of time sp can hold a probe slot when its target hangs: its
 // budget over its budget plus its interval (the interval counts from the probe's
-// end), bounded above by budget/interval.
+// end).
 func demand(sp *Spec) float64 {
 	b := budget(sp)
 	return float64(b) / float64(b+effectiveInterval(sp))
