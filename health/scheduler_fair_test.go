@@ -110,6 +110,15 @@ func TestSchedulerHungTargetsDoNotStarveOthers(t *testing.T) {
 		}
 		t.Logf("1000 hung + 10 failing, max_probes %d: failing checks down by %s (bound %s); max lag %s",
 			s.MaxInFlightNow(), slowest, bound, obs.maxLag)
+
+		// The hung ones go down too, each probe taking its whole budget.
+		obs.mu.Unlock()
+		hungBound := (DefaultInterval+TCPConnect)*DefaultFails + time.Second
+		advance(hungBound - bound)
+		obs.mu.Lock()
+		if n := len(obs.down) - len(failing); n != 1000 {
+			t.Errorf("%d of 1000 hung checks down after %s; want all", n, hungBound)
+		}
 	})
 }
 

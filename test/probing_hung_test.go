@@ -80,6 +80,18 @@ func TestProbingHungTargetsDoNotStarveOthers(t *testing.T) {
 	if maxLag >= 1 {
 		t.Errorf("a probe started %.3fs after its due time; want no waiting for slots", maxLag)
 	}
+	// The hung ones go down too, each of their probes taking its whole budget.
+	hungBound := (interval+timeout)*threshold + time.Second
+	probingWaitMetrics(t, metrics, hungBound+10*time.Second, "the hung checks go down", func(m map[string]*dto.MetricFamily) bool {
+		return probingMetric(m, "check_transitions_total", "to", "unhealthy") >= hung+failing
+	})
+	hungTook := time.Since(t0)
+	t.Logf("all %d hung checks down %s after start (bound %s)", hung, hungTook.Round(time.Millisecond), hungBound)
+	// Seen by scraping 1010 checks' metrics, which takes up to a second or two on a
+	// loaded machine; the bound above is (interval + timeout) × threshold + 1 s.
+	if hungTook > hungBound+2*time.Second {
+		t.Errorf("hung checks down %s after the process started; want within %s", hungTook, hungBound)
+	}
 	if got := srv.Query(t, "www.example.org", dns.TypeA); len(got.Answer) != 1 || got.Answer[0].(*dns.A).A.String() != "198.51.100.1" {
 		t.Errorf("www answered %v; want the secondary, its primary's check down", got.Answer)
 	}
