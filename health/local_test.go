@@ -1,3 +1,5 @@
+//go:build unix
+
 package health
 
 import (
@@ -343,21 +345,5 @@ func TestIsLocal(t *testing.T) {
 		if got := IsLocal(tc.err); got != tc.want {
 			t.Errorf("IsLocal(%v) = %v; want %v", tc.err, got, tc.want)
 		}
-	}
-}
-
-func TestRateLog(t *testing.T) {
-	var r rateLog
-	t0 := time.Unix(1e9, 0)
-	if n, ok := r.tick(t0); !ok || n != 1 {
-		t.Fatalf("first event: %d, %v; want logged, covering 1", n, ok)
-	}
-	for i := range 100 {
-		if _, ok := r.tick(t0.Add(time.Duration(i) * time.Millisecond)); ok {
-			t.Fatalf("event %d within %s of the last line was logged", i, logEvery)
-		}
-	}
-	if n, ok := r.tick(t0.Add(logEvery)); !ok || n != 101 {
-		t.Fatalf("event after %s: %d, %v; want logged, covering the 101 since the last line", logEvery, n, ok)
 	}
 }

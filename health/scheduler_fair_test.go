@@ -380,3 +380,19 @@ func TestSchedulerSlowPublicationKeepsCadence(t *testing.T) {
 		}
 	})
 }
+
+func TestRateLog(t *testing.T) {
+	var r rateLog
+	t0 := time.Unix(1e9, 0)
+	if n, ok := r.tick(t0); !ok || n != 1 {
+		t.Fatalf("first event: %d, %v; want logged, covering 1", n, ok)
+	}
+	for i := range 100 {
+		if _, ok := r.tick(t0.Add(time.Duration(i) * time.Millisecond)); ok {
+			t.Fatalf("event %d within %s of the last line was logged", i, logEvery)
+		}
+	}
+	if n, ok := r.tick(t0.Add(logEvery)); !ok || n != 101 {
+		t.Fatalf("event after %s: %d, %v; want logged, covering the 101 since the last line", logEvery, n, ok)
+	}
+}
