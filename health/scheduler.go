@@ -25,7 +25,8 @@ const MinMaxInFlight = 256
 // count it as late and log it.
 const LateAfter = time.Second
 
-// logEvery spaces the scheduler's repeated warnings (late probes, local errors).
+// logEvery spaces the scheduler's repeated warnings (late probes, local errors);
+// the lines say "a minute".
 const logEvery = time.Minute
 
 // Info is what the scheduler knows of one probed check beyond its state: for the
@@ -456,8 +457,8 @@ func (s *Scheduler) started(e *entry, lag time.Duration) {
 		return
 	}
 	if n, ok := s.lateLog.tick(time.Now()); ok {
-		log.Warningf("%d probes started late in the last %s, check %s by %s: %d checks waiting for one of %d probe slots (max_probes)",
-			n, logEvery, e.spec.Name, lag.Round(time.Millisecond), s.Backlog(), s.MaxInFlightNow())
+		log.Warningf("probes started late (%d since the last such line, at most one a minute): check %s by %s; %d checks waiting for one of %d probe slots (max_probes)",
+			n, e.spec.Name, lag.Round(time.Millisecond), s.Backlog(), s.MaxInFlightNow())
 	}
 }
 
@@ -471,8 +472,8 @@ func (s *Scheduler) skipped(e *entry, err error) {
 		s.Observer.Skipped(e.spec, err)
 	}
 	if n, ok := s.localLog.tick(time.Now()); ok {
-		log.Errorf("%d probes could not run in the last %s for lack of local resources, not counted against their checks: check %s: %v",
-			n, logEvery, e.spec.Name, err)
+		log.Errorf("probes could not run for lack of local resources, not counted against their checks (%d since the last such line, at most one a minute): check %s: %v",
+			n, e.spec.Name, err)
 	}
 }
 
