@@ -43,6 +43,8 @@ var (
 		Help: "Probes with no result because this process lacked a resource (file descriptors, buffers, source ports); the check kept its state.",
 	}, []string{"check"})
 	_ = schedulerGauge("probe_backlog", "Checks past their due time, waiting for a free probe slot.", (*health.Scheduler).Backlog)
+	_ = schedulerGauge("probe_backlog_wait_seconds", "How long the check that has waited longest for a free probe slot has waited so far; 0 when none waits.",
+		func(s *health.Scheduler) float64 { return s.LongestWait().Seconds() })
 	_ = schedulerGauge("max_probes", "The bound on probes in flight in force: max_probes, or the one fitted to the checks.",
 		(*health.Scheduler).MaxInFlightNow)
 	answersTotal = promauto.NewCounterVec(prometheus.CounterOpts{
@@ -64,7 +66,7 @@ var (
 )
 
 // schedulerGauge registers a gauge that reads the running scheduler (0 without one).
-func schedulerGauge(name, help string, read func(*health.Scheduler) int) prometheus.GaugeFunc {
+func schedulerGauge[T int | float64](name, help string, read func(*health.Scheduler) T) prometheus.GaugeFunc {
 	return promauto.NewGaugeFunc(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace, Subsystem: "healthroute", Name: name, Help: help,
 	}, func() float64 {

@@ -206,6 +206,15 @@ func (s *Scheduler) MaxInFlightNow() int { return s.slots.cap() }
 // Backlog reports how many checks are past their due time, waiting for a slot.
 func (s *Scheduler) Backlog() int { return s.slots.waiting() }
 
+// LongestWait reports how long the check that has waited longest for a slot has
+// waited so far, 0 when none waits: the lag a probe would have if it started now.
+func (s *Scheduler) LongestWait() time.Duration {
+	if t := s.slots.oldest(); !t.IsZero() {
+		return time.Since(t)
+	}
+	return 0
+}
+
 // AutoMaxInFlight is the bound on probes in flight for a configuration whose checks
 // could hold demand slots at once if every target hung until the probe's budget
 // ran out (the sum over checks of budget/(budget+interval)): twice that, for the
@@ -397,7 +406,7 @@ func (s *Scheduler) run(ctx context.Context, e *entry) {
 		case <-t.C:
 		}
 		due := time.Now()
-		if s.slots.acquire(ctx, waitKey(due, last)) != nil {
+		if s.slots.acquire(ctx, due, waitKey(due, last)) != nil {
 			return
 		}
 		lag := time.Since(due)
@@ -753,14 +762,15 @@ type limiter struct {
 // waiter is one probe waiting for a slot; ch is closed when it is granted one.
 type waiter struct {
 	ch  chan struct{}
+	due time.Time
 	key time.Time
 	seq uint64
 	i   int // index in the queue, -1 once out of it
 }
 
-// acquire takes a slot, waiting in line for one by key; it fails when ctx ends
-// first.
-func (l *limiter) acquire(ctx context.Context, key time.Time) error {
+// acquire takes a slot for a probe due at due, waiting in line for one by key; it
+// fails when ctx ends first.
+func (l *limiter) acquire(ctx context.Context, due, key time.Time) error {
 	l.mu.Lock()
 	if l.used < l.limit && len(l.queue) == 0 {
 		l.used++
@@ -768,7 +778,7 @@ func (l *limiter) acquire(ctx context.Context, key time.Time) error {
 		return nil
 	}
 	l.seq++
-	w := &waiter{ch: make(chan struct{}), key: key, seq: l.seq}
+	w := &waiter{ch: make(chan struct{}), due: due, key: key, seq: l.seq}
 	heap.Push(&l.queue, w)
 	l.mu.Unlock()
 	select {
@@ -814,6 +824,19 @@ func (l *limiter) grantLocked() {
 func (l *limiter) cap() int     { l.mu.Lock(); defer l.mu.Unlock(); return l.limit }
 func (l *limiter) inUse() int   { l.mu.Lock(); defer l.mu.Unlock(); return l.used }
 func (l *limiter) waiting() int { l.mu.Lock(); defer l.mu.Unlock(); return len(l.queue) }
+
+// oldest returns the earliest due time among the waiters, zero when none waits.
+func (l *limiter) oldest() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var t time.Time
+	for _, w := range l.queue {
+		if t.IsZero() || w.due.Before(t) {
+			t = w.due
+		}
+	}
+	return t
+}
 
 // waitQueue is a heap of waiters by key, then by arrival.
 type waitQueue []*waiter

@@ -105,6 +105,9 @@ func TestSchedulerHungTargetsDoNotStarveOthers(t *testing.T) {
 			}
 			slowest = max(slowest, d)
 		}
+		if w := s.LongestWait(); w != 0 {
+			t.Errorf("a check has waited %s for a slot; want none waiting", w)
+		}
 		if obs.maxLag >= LateAfter || obs.late > 0 {
 			t.Errorf("probes started up to %s late (%d late); want none delayed by %s", obs.maxLag, obs.late, LateAfter)
 		}
@@ -157,6 +160,9 @@ func TestSchedulerTooFewSlotsShowLag(t *testing.T) {
 		if n := s.InFlight(); n != 50 {
 			t.Errorf("%d probes in flight; want the bound, 50", n)
 		}
+		if w := s.LongestWait(); w < 10*time.Second || w > DefaultInterval {
+			t.Errorf("longest wait %s after one interval; want the tens of seconds the first checks due have waited", w)
+		}
 		obs.mu.Lock()
 		lag, late := obs.maxLag, obs.late
 		obs.mu.Unlock()
@@ -190,7 +196,7 @@ func TestSchedulerTooFewSlotsShowLag(t *testing.T) {
 func TestLimiterOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := &limiter{limit: 1}
-		if err := l.acquire(context.Background(), time.Time{}); err != nil {
+		if err := l.acquire(context.Background(), time.Time{}, time.Time{}); err != nil {
 			t.Fatal(err)
 		}
 		t0 := time.Now()
@@ -209,7 +215,7 @@ func TestLimiterOrder(t *testing.T) {
 			{"quick, same key", waitKey(t0.Add(time.Second), time.Millisecond), context.Background()},
 		} {
 			go func() {
-				if w.ctx.Err() == nil && l.acquire(w.ctx, w.key) == nil {
+				if w.ctx.Err() == nil && l.acquire(w.ctx, t0, w.key) == nil {
 					mu.Lock()
 					order = append(order, w.name)
 					mu.Unlock()

@@ -101,9 +101,9 @@ func TestProbingHungTargetsDoNotStarveOthers(t *testing.T) {
 		return probingMetric(m, "max_probes") == 50
 	})
 	m = probingWaitMetrics(t, metrics, 2*interval+5*time.Second, "checks wait for slots under max_probes 50", func(m map[string]*dto.MetricFamily) bool {
-		return probingMetric(m, "probe_backlog") > 0
+		return probingMetric(m, "probe_backlog") > 0 && probingMetric(m, "probe_backlog_wait_seconds") > 0
 	})
-	t.Logf("max_probes 50: backlog %v", probingMetric(m, "probe_backlog"))
+	t.Logf("max_probes 50: backlog %v, the longest waiting for %.3fs", probingMetric(m, "probe_backlog"), probingMetric(m, "probe_backlog_wait_seconds"))
 	probingWaitOutput(t, srv.Output, "probes started late", 2*interval+5*time.Second)
 	if !strings.Contains(srv.Output(), "below the") {
 		t.Errorf("no warning that max_probes 50 is below what the checks need:\n%s", srv.Output())
