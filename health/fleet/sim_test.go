@@ -30,7 +30,7 @@ func TestSimulation20x1000(t *testing.T) {
 		c.GossipInterval, c.ProbeInterval, c.ProbeTimeout = 100*time.Millisecond, time.Second, 500*time.Millisecond
 		c.SuspicionMult, c.PushPullInterval = 4, 5*time.Second
 	}
-	ms := cluster(t, n, members, member{beat: 250 * time.Millisecond, stale: 5 * time.Second, tune: tune})
+	ms := cluster(t, n, members, member{beat: 250 * time.Millisecond, maxBackoff: 300 * time.Millisecond, tune: tune})
 	fps := make([]string, checks)
 	for j := range fps {
 		fps[j] = fmt.Sprintf("%024x", j*7919)
