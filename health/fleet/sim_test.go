@@ -14,7 +14,7 @@ import (
 // times and the gossip bytes on the wire (after encryption). It runs at the timers
 // users get.
 func TestSimulation20x1000(t *testing.T) {
-	const simBoot, simFlip = 15 * time.Second, 5 * time.Second
+	const simBoot, simFlip = 20 * time.Second, 8 * time.Second
 	if testing.Short() {
 		t.Skip("20 members on loopback")
 	}
