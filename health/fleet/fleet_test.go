@@ -132,8 +132,8 @@ func (c *countConn) Write(b []byte) (int, error) {
 }
 
 // fast shortens memberlist's timers, for the tests that need memberlist itself to
-// declare members dead (it takes about 30 s at the WAN profile's timers) and for
-// the 20-member simulation; each says so where it uses them.
+// declare members dead (it takes about 30 s at the WAN profile's timers); each
+// says so where it uses them.
 func fast(c *memberlist.Config) {
 	c.ProbeInterval = 200 * time.Millisecond
 	c.ProbeTimeout = 100 * time.Millisecond
@@ -459,8 +459,8 @@ func TestWire(t *testing.T) {
 
 func TestStopLeavesNoGoroutine(t *testing.T) {
 	before := runtime.NumGoroutine()
-	a, err := New(Config{Name: "a", Key: testKey, Bind: netip.MustParseAddrPort("127.0.0.1:0"), tune: fast,
-		Beat: 100 * time.Millisecond, Join: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:1")}})
+	a, err := New(Config{Name: "a", Key: testKey, Bind: netip.MustParseAddrPort("127.0.0.1:0"),
+		Join: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:1")}})
 	if err != nil {
 		t.Fatal(err)
 	}
