@@ -1,9 +1,12 @@
 // Package fleet lets several healthroute instances share their probe results and
 // judge each check by a quorum of the checkers they can reach, as Route 53 does: a
 // check is healthy when more than Quorum percent of the reachable members' fresh
-// reports say so. Membership and failure detection come from hashicorp/memberlist;
-// reports travel as compact binary messages on its broadcast queue (changes and
-// heartbeats, relayed epidemically) and its push-pull exchange (full report sets).
+// reports say so. Membership comes from hashicorp/memberlist; reports travel as
+// compact binary messages on its broadcast queue (first results, changes and
+// heartbeats, relayed epidemically) and as full report sets (memberlist's push-pull,
+// and pushed to a member at once when it joins, rejoins or comes back from a
+// partition). A member's reports count while its heartbeats arrive (Config.Suspicion),
+// whatever memberlist's slower failure detector thinks of it.
 package fleet
 
 import (
