@@ -2,45 +2,18 @@ package healthroute
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/miekg/dns"
+
+	"github.com/healthroute/healthroute/view"
 )
-
-// Trace says why a query got its answer: each record set the resolver visited, the
-// members it considered, and what it did with each. It is built by the same code
-// that answers DNS queries (the walk records its decisions when Query.trace is set),
-// so an explanation cannot disagree with an answer.
-type Trace struct {
-	Steps []Step `json:"steps"`
-}
-
-// Step is one record set visited on the way to the answer.
-type Step struct {
-	Record          string      `json:"record"`
-	Type            string      `json:"type"`
-	Policy          string      `json:"policy"`
-	ClientDependent bool        `json:"client_dependent"`
-	LastResort      bool        `json:"last_resort"` // no member was healthy: fail-open
-	NoRecord        bool        `json:"no_record,omitempty"`
-	Members         []Candidate `json:"members"`
-}
-
-// Candidate is one member as the resolver saw it for this query.
-type Candidate struct {
-	ID      string `json:"id"`
-	Target  string `json:"target"`
-	Key     string `json:"key,omitempty"` // policy key: weight, region, role, location, blocks
-	Check   string `json:"check,omitempty"`
-	Healthy bool   `json:"healthy"`
-	Chosen  bool   `json:"chosen"`
-	Reason  string `json:"reason,omitempty"` // why it was skipped or chosen
-}
 
 // Explain resolves q exactly as a DNS query would and returns the answer with the
 // decisions that led to it.
-func (r *Resolver) Explain(q Query) (Answer, *Trace) {
-	tr := &Trace{}
+func (r *Resolver) Explain(q Query) (Answer, *view.Trace) {
+	tr := &view.Trace{}
 	q.trace = tr
 	return r.resolve(&q), tr
 }
@@ -49,14 +22,14 @@ func (r *Resolver) Explain(q Query) (Answer, *Trace) {
 // multivalue set, or no record for this client).
 func (r *Resolver) explain(t *table, n *node, q *Query, chosen int32) {
 	st := &t.st[n.id]
-	step := Step{
+	step := view.Step{
 		Record: n.set.Name, Type: dns.TypeToString[n.qtype], Policy: n.set.Policy.String(),
 		ClientDependent: n.dynOrder || n.dynHealth,
 	}
 	anyOK, applicable := false, false
 	for i := range n.members {
 		mn := &n.members[i]
-		c := Candidate{ID: mn.m.ID, Target: target(mn), Key: policyKey(mn.m, n.set.Policy)}
+		c := view.Candidate{ID: mn.m.ID, Target: target(mn), Key: policyKey(mn.m, n.set.Policy)}
 		if mn.m.Check != nil {
 			c.Check = mn.m.Check.Name
 		}
@@ -71,7 +44,7 @@ func (r *Resolver) explain(t *table, n *node, q *Query, chosen int32) {
 		c.Healthy = r.memberOK(t, n, int32(i), q)
 		anyOK = anyOK || (c.Healthy && applies)
 		applicable = applicable || applies
-		c.Chosen = int32(i) == chosen || (chosen < 0 && st.mode == pickSet && contains(st.cands, int32(i)) && c.Healthy)
+		c.Chosen = int32(i) == chosen || (chosen < 0 && st.mode == pickSet && slices.Contains(st.cands, int32(i)) && c.Healthy)
 		switch {
 		case !applies:
 			c.Reason = "does not apply to this client"
@@ -98,15 +71,6 @@ func (r *Resolver) explain(t *table, n *node, q *Query, chosen int32) {
 		}
 	}
 	q.trace.Steps = append(q.trace.Steps, step)
-}
-
-func contains(xs []int32, x int32) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 // target describes a member's target as written.

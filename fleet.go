@@ -5,13 +5,11 @@ import (
 	"encoding/base64"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/coredns/caddy"
-	"github.com/coredns/coredns/core/dnsserver"
 
 	"github.com/healthroute/healthroute/health/fleet"
 )
@@ -92,9 +90,7 @@ func parseFleet(c *caddy.Controller, cfg *Config) error {
 			if err != nil {
 				return err
 			}
-			if !filepath.IsAbs(v) {
-				v = filepath.Join(dnsserver.GetConfig(c).Root, v)
-			}
+			v = rootPath(c, v)
 			b, err := os.ReadFile(v)
 			if err != nil {
 				return c.Errf("fleet: key_file: cannot read '%s': %v", v, err)

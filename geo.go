@@ -89,7 +89,7 @@ func haversine(lat1, lon1, lat2, lon2 float64) float64 {
 
 // biased applies a geoproximity bias (-99..99) to a distance, as Route 53 does:
 // positive bias shrinks it by bias%, negative bias divides by (1 + bias/100), so
-// -50 doubles it (ROUTE53.md 1.9).
+// -50 doubles it (docs/routing.md#geoproximity).
 func biased(d float64, bias int) float64 {
 	if bias >= 0 {
 		return d * (1 - float64(bias)/100)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/healthroute/healthroute/health"
+	"github.com/healthroute/healthroute/operator"
 )
 
 // HealthRoute is the plugin handler of one server block.
@@ -38,8 +40,12 @@ type HealthRoute struct {
 // latencyTablePeriod is how often the latency_table file is checked for changes.
 const latencyTablePeriod = 2 * time.Second
 
-// New returns the handler for cfg; it starts nothing until OnStartup.
-func New(cfg *Config, reg *registry) *HealthRoute {
+// New returns the handler for cfg, sharing the process's checks, fleet member and
+// API listeners with the other blocks; it starts nothing until OnStartup.
+func New(cfg *Config) *HealthRoute { return newHandler(cfg, shared) }
+
+// newHandler is New with its own registry, for tests.
+func newHandler(cfg *Config, reg *registry) *HealthRoute {
 	return &HealthRoute{cfg: cfg, resolver: NewResolver(cfg), reg: reg}
 }
 
@@ -81,7 +87,7 @@ func (h *HealthRoute) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns
 }
 
 // client returns where the query comes from: the EDNS Client Subnet prefix when the
-// query has one (ROUTE53.md 3.4), else the source address. ok is false for an ECS
+// query has one (docs/routing.md#ecs), else the source address. ok is false for an ECS
 // option that RFC 7871 calls malformed.
 func client(w dns.ResponseWriter, r *dns.Msg) (cl netip.Prefix, ecs *dns.EDNS0_SUBNET, ok bool) {
 	if o := r.IsEdns0(); o != nil {
@@ -163,15 +169,7 @@ func echoECS(m, r *dns.Msg, ecs *dns.EDNS0_SUBNET, scope uint8) {
 
 // Ready implements ready.Readiness: true once every enabled check of this block has
 // a first result (disabled checks need none, calculated ones need their children's).
-func (h *HealthRoute) Ready() bool {
-	snap := h.resolver.table.Load().snap
-	for _, s := range h.cfg.Checks {
-		if !snap.Seen(s) {
-			return false
-		}
-	}
-	return true
-}
+func (h *HealthRoute) Ready() bool { return h.resolver.Ready() }
 
 // OnStartup acquires the process-wide scheduler, starts this block's checks and
 // subscribes the resolver to health snapshots.
@@ -180,9 +178,9 @@ func (h *HealthRoute) OnStartup() error {
 	specs := h.specs()
 	sched.Acquire(specs)
 	h.stop = sched.Subscribe(h.resolver.Publish)
-	h.reg.op.register(h)
+	h.reg.op.Register(h)
 	if h.cfg.API != nil {
-		if err := h.reg.op.acquireAPI(h.cfg.API, h.reg); err != nil {
+		if err := h.reg.op.AcquireAPI(h.cfg.API.Addr, h.cfg.API.TokenFile); err != nil {
 			return plugin.Error(pluginName, fmt.Errorf("api %s: %w", h.cfg.API.Addr, err))
 		}
 	}
@@ -204,9 +202,10 @@ func (h *HealthRoute) OnShutdown() error {
 	h.stop()
 	h.stop = nil
 	if h.cfg.API != nil {
-		h.reg.op.releaseAPI(h.cfg.API)
+		h.reg.op.ReleaseAPI(h.cfg.API.Addr)
 	}
-	h.reg.op.unregister(h)
+	h.reg.op.Unregister(h)
+	h.dropCheckSeries()
 	if h.unwatch != nil {
 		h.unwatch()
 		h.unwatch = nil
@@ -223,4 +222,15 @@ func (h *HealthRoute) specs() []*health.Spec {
 		out = append(out, s)
 	}
 	return out
+}
+
+// dropCheckSeries deletes the check_healthy series of the block's checks that no
+// running block defines any more (a reload that dropped them).
+func (h *HealthRoute) dropCheckSeries() {
+	blocks := h.reg.op.Blocks()
+	for name := range h.cfg.Checks {
+		if !slices.ContainsFunc(blocks, func(b operator.Block) bool { return b.HasCheck(name) }) {
+			checkHealthy.DeleteLabelValues(name)
+		}
+	}
 }

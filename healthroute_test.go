@@ -13,7 +13,7 @@ import (
 func testHandler(t testing.TB, block string) *HealthRoute {
 	t.Helper()
 	cfg := mustParse(t, block)
-	h := New(cfg, &registry{})
+	h := newHandler(cfg, &registry{})
 	h.Next = test.NextHandler(dns.RcodeNameError, nil)
 	return h
 }

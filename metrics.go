@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/coredns/coredns/plugin"
+	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
@@ -140,5 +141,30 @@ func (h *HealthRoute) count(server string, ans *Answer) {
 	}
 	if set := ans.resortSet; set != nil {
 		load(&qc.resort[set.idx], lastResortTotal, server, ans.Zone, set.Name).Inc()
+	}
+}
+
+// observePublication is the resolver's publish hook: it times the compilation,
+// counts the publication, sets the check gauges and logs, once per change and not
+// per query, each record group that started or stopped answering in its last resort.
+func (r *Resolver) observePublication(prev, t *table, took time.Duration) {
+	compileDuration.Observe(took.Seconds())
+	publicationsTotal.Inc()
+	for _, s := range r.plan.checks {
+		v := 0.0
+		if t.healthy(s) {
+			v = 1
+		}
+		checkHealthy.WithLabelValues(s.Name).Set(v)
+	}
+	for _, n := range r.plan.nodes {
+		was := prev != nil && prev.st[n.id].failOpen
+		if now := t.st[n.id].failOpen; now != was && !n.dynHealth {
+			if now {
+				log.Warningf("record %s %s: every member is unhealthy: answering as if all were healthy (last resort)", n.set.Name, dns.TypeToString[n.qtype])
+			} else if prev != nil {
+				log.Infof("record %s %s: a member is healthy again: last resort over", n.set.Name, dns.TypeToString[n.qtype])
+			}
+		}
 	}
 }

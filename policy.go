@@ -1,6 +1,7 @@
 package healthroute
 
-// Client-dependent selection (ROUTE53.md 1.7-1.10 and decision 5). These run per
+// Client-dependent selection (docs/routing.md#latency to #ip, and
+// #evaluate-target-health). These run per
 // query, over data the compile step prepared; they neither lock nor allocate.
 
 // memberOK reports whether member i of n is healthy for q: its check and, with
@@ -43,9 +44,9 @@ func (r *Resolver) branchHealthy(t *table, n *node, q *Query) bool {
 	return false
 }
 
-// choose picks a member of a client-dependent node for q, or -1 when no record
+// pickForClient picks a member of a client-dependent node for q, or -1 when no record
 // applies to the client.
-func (r *Resolver) choose(t *table, n *node, q *Query) int32 {
+func (r *Resolver) pickForClient(t *table, n *node, q *Query) int32 {
 	switch n.set.Policy {
 	case Latency, Geoproximity, Geolocation:
 		// The best-ranked healthy member; when none is healthy, the best-ranked
@@ -80,7 +81,7 @@ func (r *Resolver) choose(t *table, n *node, q *Query) int32 {
 		case n.ipDefault >= 0 && r.memberOK(t, n, n.ipDefault, q):
 			return n.ipDefault
 		case matched:
-			return m // both unhealthy: the matched record (decision 3)
+			return m // both unhealthy: the matched record (docs/routing.md#ip)
 		}
 		return n.ipDefault // -1 without a default: NODATA
 	case Failover:
@@ -115,7 +116,7 @@ func (r *Resolver) rank(n *node, i int32, q *Query, row []uint32) float64 {
 		return float64(geoLevel(mn, &q.Loc))
 	case Geoproximity:
 		if !q.Loc.HasCoords {
-			return float64(i) // unknown location: equally far from all (decision 4)
+			return float64(i) // unknown location: equally far from all (docs/routing.md#geoproximity)
 		}
 		return biased(haversine(q.Loc.Lat, q.Loc.Lon, mn.m.Lat, mn.m.Lon), mn.m.Bias)
 	}
@@ -159,7 +160,7 @@ func geoLevel(mn *mnode, loc *Location) int {
 }
 
 // weighted picks in a weighted node whose members' health depends on the client:
-// the same rules as the static case (ROUTE53.md 1.4), evaluated for q.
+// the same rules as the static case (docs/routing.md#weighted), evaluated for q.
 func (r *Resolver) weighted(t *table, n *node, q *Query) int32 {
 	var ok [128]bool // weighted groups have at most 100 members
 	var sum uint64

@@ -40,7 +40,7 @@ const latencyCSV = `client_cidr,region,milliseconds
 2001:db8::/32,us-east-1,30
 `
 
-// TestLatency covers ROUTE53.md 1.7: ranking by table, distance or order; next-best
+// TestLatency covers docs/routing.md#latency: ranking by table, distance or order; next-best
 // when unhealthy; lowest latency when all are.
 func TestLatency(t *testing.T) {
 	table := writeFile(t, "latency.csv", latencyCSV)
@@ -123,7 +123,7 @@ func TestLatencyTableReload(t *testing.T) {
 		func() string { return "last answer " + got })
 }
 
-// TestGeolocation covers ROUTE53.md 1.8: the smallest applicable region, falling
+// TestGeolocation covers docs/routing.md#geolocation: the smallest applicable region, falling
 // back to larger ones, the smallest when all are unhealthy, NODATA when none applies.
 func TestGeolocation(t *testing.T) {
 	block := func(withDefault bool) string {
@@ -181,7 +181,7 @@ func TestGeolocation(t *testing.T) {
 	}
 }
 
-// TestGeoproximity covers ROUTE53.md 1.9 and decision 4, with the bias examples.
+// TestGeoproximity covers docs/routing.md#geoproximity, with the bias examples.
 func TestGeoproximity(t *testing.T) {
 	// On the equator one degree of longitude is about 111.19 km.
 	origin := Location{Lat: 0, Lon: 0, HasCoords: true}
@@ -225,7 +225,7 @@ func TestGeoproximity(t *testing.T) {
 	}
 }
 
-// TestIPBased covers ROUTE53.md 1.10 and decision 3.
+// TestIPBased covers docs/routing.md#ip.
 func TestIPBased(t *testing.T) {
 	block := func(def string) string {
 		return `healthroute {` + checks + `
@@ -273,7 +273,7 @@ func TestIPBased(t *testing.T) {
 	}
 }
 
-// TestETHIntoClientGroups covers decision 5: evaluate target health into a
+// TestETHIntoClientGroups covers docs/routing.md#evaluate-target-health: evaluate target health into a
 // geolocation or IP group is judged for this query's client.
 func TestETHIntoClientGroups(t *testing.T) {
 	r, cfg := testResolver(t, `healthroute {`+checks+`

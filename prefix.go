@@ -6,7 +6,7 @@ import (
 )
 
 // prefixIndex maps prefixes to values and finds, for a client prefix, the longest
-// stored prefix that contains it and is no longer than it (ROUTE53.md 1.10: a /48
+// stored prefix that contains it and is no longer than it (docs/routing.md#ip: a /48
 // block does not match a /32 query). A lookup costs one map probe per distinct
 // stored length (at most 33 or 129), whatever the number of prefixes, and does not
 // allocate.

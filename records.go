@@ -183,7 +183,7 @@ func parseMember(c *caddy.Controller, cfg *Config, rs *RecordSet, a []string) (*
 	case "CNAME", "ALIAS":
 		m.Kind = KindCNAME
 		if strings.ToUpper(a[0]) == "ALIAS" {
-			m.Kind, m.ETH = KindAlias, true // ROUTE53.md decision 10: on by default
+			m.Kind, m.ETH = KindAlias, true // on by default: docs/routing.md#evaluate-target-health
 		}
 		if len(a) < 2 {
 			return nil, c.Errf("record %s: %s needs a target name", rs.Name, a[0])

@@ -6,6 +6,7 @@ import (
 
 	"github.com/healthroute/healthroute/health"
 	"github.com/healthroute/healthroute/health/fleet"
+	"github.com/healthroute/healthroute/operator"
 )
 
 // registry is the process-wide state shared by every healthroute block and carried
@@ -17,8 +18,8 @@ type registry struct {
 	mu    sync.Mutex
 	refs  int
 	sched *health.Scheduler
-	op    operator     // blocks, overrides and API listeners (operator.go)
-	fl    *fleet.Fleet // nil without a fleet
+	op    operator.Operator // blocks, overrides and API listeners
+	fl    *fleet.Fleet      // nil without a fleet
 }
 
 // shared is the registry of the running process. Tests build their own.

@@ -33,7 +33,7 @@ func setup(c *caddy.Controller) error {
 	if err != nil {
 		return plugin.Error(pluginName, err)
 	}
-	h := New(cfg, shared)
+	h := New(cfg)
 	c.OnStartup(h.OnStartup)   // acquire shared state, start probing; never in parse
 	c.OnShutdown(h.OnShutdown) // on reload this runs after the new instance started
 	dnsserver.GetConfig(c).AddPlugin(func(n plugin.Handler) plugin.Handler { h.Next = n; return h })
@@ -81,10 +81,7 @@ func parse(c *caddy.Controller) (*Config, error) {
 			if len(args) != 1 {
 				return nil, c.ArgErr()
 			}
-			path := args[0]
-			if !filepath.IsAbs(path) {
-				path = filepath.Join(dnsserver.GetConfig(c).Root, path)
-			}
+			path := rootPath(c, args[0])
 			cfg.LatencyTable, tablePos = path, pos{c.File(), c.Line()}
 		case "api":
 			a, err := parseAPI(c)
@@ -160,10 +157,7 @@ func parseAPI(c *caddy.Controller) (*APIConfig, error) {
 			if len(v) != 1 {
 				return c.ArgErr()
 			}
-			path := v[0]
-			if !filepath.IsAbs(path) {
-				path = filepath.Join(dnsserver.GetConfig(c).Root, path)
-			}
+			path := rootPath(c, v[0])
 			tok, err := os.ReadFile(path)
 			if err != nil {
 				return c.Errf("api: token_file: %v", err)
@@ -513,6 +507,15 @@ func closing(args []string) ([]string, bool) {
 		return args[:n-1], true
 	}
 	return args, false
+}
+
+// rootPath resolves a file named in the Corefile: a relative path is relative to the
+// server's root directory (the root plugin), as CoreDNS's file plugin reads it.
+func rootPath(c *caddy.Controller, path string) string {
+	if filepath.IsAbs(path) {
+		return path
+	}
+	return filepath.Join(dnsserver.GetConfig(c).Root, path)
 }
 
 // normalizeName checks that n is a domain name and returns it lower-cased and fully

@@ -96,7 +96,7 @@ func TestParseValid(t *testing.T) {
 	}
 }
 
-// TestParseOneLineBlocks: DESIGN.md writes `api ADDRESS [{ token_file FILE }]`; a
+// TestParseOneLineBlocks: README writes `api ADDRESS [{ token_file FILE }]`; a
 // block on one line must parse like one spread over several.
 func TestParseOneLineBlocks(t *testing.T) {
 	tok := writeFile(t, "token", "0123456789abcdef0123\n")
@@ -130,7 +130,7 @@ func TestParseDefaultsETH(t *testing.T) {
 		}
 	}`)
 	if !cfg.Records[0].Members[0].ETH {
-		t.Error("evaluate_target_health must default to on for alias members (decision 10)")
+		t.Error("evaluate_target_health must default to on for alias members (docs/routing.md#evaluate-target-health)")
 	}
 }
 

@@ -6,25 +6,26 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/healthroute/healthroute/operator"
 )
 
 // statusServer builds an API server over one block, in process, with the named
 // checks down.
-func statusServer(t *testing.T, block string, down ...string) (*apiServer, *HealthRoute) {
+func statusServer(t *testing.T, block string, down ...string) (*operator.Operator, *HealthRoute) {
 	t.Helper()
 	cfg := mustParse(t, block)
 	reg := &registry{}
-	h := New(cfg, reg)
-	reg.op.register(h)
+	h := newHandler(cfg, reg)
+	reg.op.Register(h)
 	h.resolver.Publish(snapshot(cfg, down...))
-	return &apiServer{reg: reg}, h
+	return &reg.op, h
 }
 
-func getStatus(t *testing.T, s *apiServer, query string) (int, string) {
+func getStatus(t *testing.T, op *operator.Operator, query string) (int, string) {
 	t.Helper()
 	rec := httptest.NewRecorder()
-	s.statusPage(rec, httptest.NewRequest(http.MethodGet, "/"+query, nil))
+	op.Handler("").ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/"+query, nil))
 	return rec.Code, rec.Body.String()
 }
 
@@ -65,7 +66,7 @@ func TestStatusPageRender(t *testing.T) {
 	}
 
 	// An operator override shows on the check and on the members that use it.
-	if err := s.reg.op.Override("c3", new(false)); err != nil {
+	if err := s.Override("c3", new(false)); err != nil {
 		t.Fatal(err)
 	}
 	_, page = getStatus(t, s, "?refresh=0")
@@ -87,31 +88,31 @@ func TestStatusPageRender(t *testing.T) {
 	_ = h
 }
 
-// TestStatusPageEscapes: names and errors reach the page as text, never as markup.
-func TestStatusPageEscapes(t *testing.T) {
-	d := buildStatus([]CheckView{{Name: "c1", Type: "http", Target: "http://192.0.2.1/<b>", Healthy: false, Seen: true,
-		LastError: `<script>alert(1)</script>`, LastChange: time.Unix(0, 0)}}, nil, time.Unix(90, 0))
-	var b strings.Builder
-	if err := statusTmpl.Execute(&b, d); err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(b.String(), "<script>") || strings.Contains(b.String(), "/<b>") {
-		t.Errorf("unescaped text in the page:\n%s", b.String())
-	}
-	if !strings.Contains(b.String(), "1m ago") {
-		t.Error("last change not shown relative to now")
-	}
-}
-
-func TestStatusPageAgo(t *testing.T) {
-	now := time.Unix(1_000_000, 0)
-	for _, tc := range []struct {
-		d    time.Duration
-		want string
-	}{{-time.Second, "just now"}, {12 * time.Second, "12s ago"}, {3 * time.Minute, "3m ago"},
-		{5 * time.Hour, "5h ago"}, {72 * time.Hour, "3d ago"}} {
-		if got := ago(now, now.Add(-tc.d)); got != tc.want {
-			t.Errorf("ago(%s) = %q, want %q", tc.d, got, tc.want)
+// TestStatusPageSharedGroup: a group two aliases point to is drawn in full once; the
+// second drawing links to the first and says how many members it has.
+func TestStatusPageSharedGroup(t *testing.T) {
+	op, _ := statusServer(t, `healthroute {`+checks+`
+		record a.example.org. weighted {
+			weight 10 alias shared.example.org.
+			weight 10 A 192.0.2.9
 		}
+		record b.example.org. failover {
+			primary   alias shared.example.org.
+			secondary A 192.0.2.8
+		}
+		record shared.example.org. weighted {
+			weight 10 A 192.0.2.1 check c1
+			weight 10 A 192.0.2.2 check c2
+		}
+	}`, "c1")
+	code, page := getStatus(t, op, "")
+	if code != http.StatusOK {
+		t.Fatalf("GET /: %d\n%s", code, page)
+	}
+	if n := strings.Count(page, `id="record-shared.example.org.-A"`); n != 1 {
+		t.Errorf("the shared group has %d anchors, want 1", n)
+	}
+	if !strings.Contains(page, `Its 2 members are drawn <a href="#record-shared.example.org.-A">above</a>`) {
+		t.Errorf("the second drawing does not link to the first:\n%s", page)
 	}
 }

@@ -9,14 +9,16 @@ import (
 	"time"
 
 	"github.com/coredns/coredns/plugin"
+	"github.com/coredns/coredns/plugin/pkg/dnsutil"
 	"github.com/miekg/dns"
 
 	"github.com/healthroute/healthroute/health"
+	"github.com/healthroute/healthroute/view"
 )
 
 // The routing tree has two layers. A plan is built once per configuration: one node
 // per (entry name, record set, type), with every leaf's RRs prebuilt for the name a
-// client asks for (alias answers are flattened, ROUTE53.md 3.3). A table is built from
+// client asks for (alias answers are flattened, docs/routing.md#answers). A table is built from
 // a plan and a health snapshot each time health changes: for every node, the members a
 // query may pick and how. Queries read one table through an atomic pointer and never
 // evaluate health themselves.
@@ -32,7 +34,7 @@ type node struct {
 	// dynOrder: the policy ranks members by the client (latency, geolocation,
 	// geoproximity, ip). dynHealth: whether a healthy answer exists depends on the
 	// client (geolocation and ip groups, and groups that evaluate target health into
-	// them; ROUTE53.md decision 5). Static nodes are decided entirely at compile.
+	// them; docs/routing.md#evaluate-target-health). Static nodes are decided entirely at compile.
 	dynOrder, dynHealth bool
 	ip                  prefixIndex[int32] // ip: block -> member index
 	ipDefault           int32              // ip and geolocation: the default member, -1 for none
@@ -234,7 +236,7 @@ func leafRRs(owner string, m *Member, ttl uint32) []dns.RR {
 }
 
 // rotations returns every rotation of rrs, each capped, so that a query can answer
-// several values "in random order" (ROUTE53.md 1.3) by picking one, without copying.
+// several values "in random order" (docs/routing.md#simple) by picking one, without copying.
 // A single value needs none.
 func rotations(rrs []dns.RR) [][]dns.RR {
 	if len(rrs) < 2 {
@@ -252,21 +254,14 @@ func rotations(rrs []dns.RR) [][]dns.RR {
 func soa(zone string, ttl uint32) dns.RR {
 	return &dns.SOA{
 		Hdr:     dns.RR_Header{Name: zone, Rrtype: dns.TypeSOA, Class: dns.ClassINET, Ttl: ttl},
-		Ns:      dnsutilJoin("ns.dns", zone),
-		Mbox:    dnsutilJoin("hostmaster", zone),
+		Ns:      dnsutil.Join("ns.dns", zone),
+		Mbox:    dnsutil.Join("hostmaster", zone),
 		Serial:  1,
 		Refresh: 7200,
 		Retry:   1800,
 		Expire:  86400,
 		Minttl:  ttl,
 	}
-}
-
-func dnsutilJoin(label, zone string) string {
-	if zone == "." {
-		return label + "."
-	}
-	return label + "." + zone
 }
 
 // mode is how a node picks among its candidates.
@@ -300,23 +295,9 @@ type table struct {
 	st   []nodeState
 }
 
-// healthy is a check's status in t: an operator's override, else the snapshot's. A
-// calculated check counts its children here, so an override of a child counts too.
-func (t *table) healthy(s *health.Spec) bool {
-	if v, ok := t.over[s.Name]; ok {
-		return v
-	}
-	if s.Type == health.Calculated && !s.Disabled && len(t.over) > 0 {
-		n := 0
-		for _, c := range s.Children {
-			if t.healthy(c) {
-				n++
-			}
-		}
-		return (n >= s.Threshold) != s.Invert
-	}
-	return t.snap.Healthy(s)
-}
+// healthy is a check's status in t, as the health package judges it with t's
+// operator overrides.
+func (t *table) healthy(s *health.Spec) bool { return t.snap.Judge(s, t.over) }
 
 // compile evaluates every node of p against snap and the overrides, children first.
 func compile(p *plan, snap *health.Snapshot, over map[string]bool) *table {
@@ -350,7 +331,7 @@ func compile(p *plan, snap *health.Snapshot, over map[string]bool) *table {
 				}
 			}
 		}
-		t.st[n.id] = choose(n, ok)
+		t.st[n.id] = staticState(n, ok)
 	}
 	for _, n := range p.nodes {
 		eval(n)
@@ -358,9 +339,9 @@ func compile(p *plan, snap *health.Snapshot, over map[string]bool) *table {
 	return t
 }
 
-// choose applies a policy to a node's member health: ROUTE53.md 1.1-1.6 for the
+// staticState applies a policy to a node's member health: docs/routing.md#choose for the
 // policies whose choice does not depend on the client.
-func choose(n *node, ok []bool) nodeState {
+func staticState(n *node, ok []bool) nodeState {
 	st := nodeState{ok: ok}
 	var healthy []int32
 	for i, h := range ok {
@@ -379,7 +360,7 @@ func choose(n *node, ok []bool) nodeState {
 		// last resort, which does not depend on health at all.
 		st.healthy, st.failOpen = false, false
 		if n.set.Policy == Weighted {
-			last := choose(&node{set: n.set, members: n.members}, make([]bool, len(ok)))
+			last := staticState(&node{set: n.set, members: n.members}, make([]bool, len(ok)))
 			st.mode, st.cands, st.cum = last.mode, last.cands, last.cum
 		}
 		return st
@@ -391,7 +372,7 @@ func choose(n *node, ok []bool) nodeState {
 		st.mode, st.cands = pickFirst, all[:1]
 	case Failover:
 		// Primary first; the secondary when the primary is unhealthy; the primary
-		// again when both are (ROUTE53.md 1.5).
+		// again when both are (docs/routing.md#failover).
 		order := make([]int32, 0, 2)
 		for _, r := range []Role{Primary, Secondary} {
 			for i, mn := range n.members {
@@ -409,7 +390,7 @@ func choose(n *node, ok []bool) nodeState {
 		}
 	case Weighted:
 		// Healthy nonzero weights by weight; else healthy zero weights uniformly; else
-		// the last resort: all nonzero by weight, or all uniformly (ROUTE53.md 1.4).
+		// the last resort: all nonzero by weight, or all uniformly (docs/routing.md#weighted).
 		pool := healthy
 		if !st.healthy {
 			pool = all
@@ -446,7 +427,7 @@ type Query struct {
 	Client netip.Prefix // ECS prefix, else the source address as a full-length prefix
 	Loc    Location     // the client's location from geoip metadata, when known
 
-	trace *Trace // explain: records each decision; nil on the DNS path
+	trace *view.Trace // explain: records each decision; nil on the DNS path
 }
 
 // Answer is the resolver's reply. RRs and Ns may be shared with other answers: they
@@ -472,13 +453,19 @@ type Resolver struct {
 	over      map[string]bool              // guarded by pubMu
 	published bool                         // a table was published, with metrics and logs; guarded by pubMu
 	latency   atomic.Pointer[latencyTable] // nil: no latency_table
+	cfg       *Config
+	// onPublish is called after each compiled table is swapped in (not for a new
+	// snapshot that changes no routing), under pubMu, with the table replaced and the
+	// time compiling took: metrics and logs hang off it, outside the compile path.
+	onPublish func(prev, next *table, took time.Duration)
 	// Rand returns a uniform number in [0, n); nil uses math/rand/v2. Tests seed it.
 	Rand func(n uint64) uint64
 }
 
 // NewResolver returns a resolver for cfg, answering as if every check were new.
 func NewResolver(cfg *Config) *Resolver {
-	r := &Resolver{plan: newPlan(cfg)}
+	r := &Resolver{plan: newPlan(cfg), cfg: cfg}
+	r.onPublish = r.observePublication
 	if cfg.LatencyTable != "" {
 		if t, err := loadLatencyTable(cfg.LatencyTable, r.plan.regionIDs); err == nil {
 			r.latency.Store(t)
@@ -532,30 +519,8 @@ func (r *Resolver) publishLocked(snap *health.Snapshot) {
 	start := time.Now()
 	t := compile(r.plan, snap, r.over)
 	prev := r.table.Swap(t)
-	compileDuration.Observe(time.Since(start).Seconds())
-	publicationsTotal.Inc()
-	r.logChanges(prev, t)
-}
-
-// logChanges logs, once per change and not per query, each record group that
-// started or stopped answering in its last resort, and sets the check gauges.
-func (r *Resolver) logChanges(prev, t *table) {
-	for _, s := range r.plan.checks {
-		v := 0.0
-		if t.healthy(s) {
-			v = 1
-		}
-		checkHealthy.WithLabelValues(s.Name).Set(v)
-	}
-	for _, n := range r.plan.nodes {
-		was := prev != nil && prev.st[n.id].failOpen
-		if now := t.st[n.id].failOpen; now != was && !n.dynHealth {
-			if now {
-				log.Warningf("record %s %s: every member is unhealthy: answering as if all were healthy (last resort)", n.set.Name, dns.TypeToString[n.qtype])
-			} else if prev != nil {
-				log.Infof("record %s %s: a member is healthy again: last resort over", n.set.Name, dns.TypeToString[n.qtype])
-			}
-		}
+	if r.onPublish != nil {
+		r.onPublish(prev, t, time.Since(start))
 	}
 }
 
@@ -659,7 +624,7 @@ func (p *plan) lookup(name, zone string) *entry {
 	return nil
 }
 
-// scope is the ECS scope prefix length of an answer (RFC 7871; ROUTE53.md decision 8).
+// scope is the ECS scope prefix length of an answer (RFC 7871; docs/routing.md#ecs).
 func scope(dyn bool, q *Query) uint8 {
 	if !dyn {
 		return 0
@@ -677,7 +642,7 @@ func (r *Resolver) walk(t *table, n *node, q *Query, ans *Answer) (rrs []dns.RR,
 		switch {
 		case n.dynOrder || n.dynHealth:
 			dyn = true
-			if i = r.choose(t, n, q); i >= 0 && !r.memberOK(t, n, i, q) {
+			if i = r.pickForClient(t, n, q); i >= 0 && !r.memberOK(t, n, i, q) {
 				ans.resortSet = n.set // chose an unhealthy member: no healthy one applied
 			}
 			if i < 0 {
@@ -737,7 +702,7 @@ func (r *Resolver) pick(st *nodeState) int32 {
 	return st.cands[0]
 }
 
-// maxMultivalue is how many records a multivalue answer holds at most (ROUTE53.md 1.6).
+// maxMultivalue is how many records a multivalue answer holds at most (docs/routing.md#multivalue).
 const maxMultivalue = 8
 
 // pickSet answers a multivalue node: every candidate when there are at most eight, else

@@ -18,7 +18,7 @@ const checks = `
 	check c4 tcp 127.0.0.1:4
 `
 
-// TestWeightedShares measures traffic shares over many queries (ROUTE53.md 1.4).
+// TestWeightedShares measures traffic shares over many queries (docs/routing.md#weighted).
 func TestWeightedShares(t *testing.T) {
 	const n = 30000
 	tests := []struct {
@@ -81,7 +81,7 @@ func TestWeightedShares(t *testing.T) {
 	}
 }
 
-// TestFailover covers every row of ROUTE53.md 1.5.
+// TestFailover covers every row of docs/routing.md#failover.
 func TestFailover(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -122,7 +122,7 @@ func TestFailover(t *testing.T) {
 	})
 }
 
-// TestMultivalue covers ROUTE53.md 1.6.
+// TestMultivalue covers docs/routing.md#multivalue.
 func TestMultivalue(t *testing.T) {
 	block := func(n int, checked bool) string {
 		s := "healthroute {\n"
@@ -192,7 +192,7 @@ func TestMultivalue(t *testing.T) {
 	}
 }
 
-// treeBlock is ROUTE53.md 1.11's COMPLEX example, with failover at the top.
+// treeBlock is the alias-tree example of Route 53's documentation, with failover at the top.
 const treeBlock = `healthroute {` + checks + `
 	record www.example.org. failover {
 		primary   alias east.example.org.
@@ -277,7 +277,7 @@ func TestAliasTree(t *testing.T) {
 	}
 }
 
-// TestAnswers covers ROUTE53.md 3: owners, types, negative answers, wildcards.
+// TestAnswers covers docs/routing.md#answers: owners, types, negative answers, wildcards.
 func TestAnswers(t *testing.T) {
 	r, cfg := testResolver(t, `healthroute {`+checks+`
 		ttl 42
@@ -379,7 +379,7 @@ func TestPublishedRRsAreNotShared(t *testing.T) {
 }
 
 // BenchmarkResolve measures selection in a two-level alias tree (failover -> weighted,
-// as in ROUTE53.md 1.11) with the primary branch failed; it must not allocate.
+// as in docs/routing.md#evaluate-target-health) with the primary branch failed; it must not allocate.
 func BenchmarkResolve(b *testing.B) {
 	r, cfg := testResolver(b, treeBlock)
 	r.Publish(snapshot(cfg, "c1", "c2"))
@@ -450,7 +450,7 @@ func TestOverrides(t *testing.T) {
 }
 
 // TestValuesInRandomOrder: a member's several values come back in random order
-// (ROUTE53.md 1.3), each answer holding all of them.
+// (docs/routing.md#simple), each answer holding all of them.
 func TestValuesInRandomOrder(t *testing.T) {
 	r, _ := testResolver(t, `healthroute {
 		record s.example.org. simple {

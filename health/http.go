@@ -28,7 +28,7 @@ const (
 )
 
 // httpChecker probes an http or https URL the way Route 53's HTTP, HTTPS and
-// *_STR_MATCH checks do (ROUTE53.md 2.1-2.2). It speaks HTTP/1.1 on a fresh
+// *_STR_MATCH checks do, with their timeouts. It speaks HTTP/1.1 on a fresh
 // connection per probe, so it controls every deadline and reads no byte it does
 // not need.
 type httpChecker struct {
@@ -69,7 +69,7 @@ func newHTTPChecker(spec *Spec, agent string) (Checker, error) {
 	}
 	c.addr = net.JoinHostPort(u.Hostname(), port)
 
-	// Host header, as ROUTE53.md 2.1: the name, with :port off the default port;
+	// Host header, as Route 53 sends it: the name, with :port off the default port;
 	// without a name, the address in its place. A host option that carries its own
 	// port is sent as it is.
 	name := spec.Host

@@ -19,8 +19,8 @@ import (
 const maxPromResponse = 1 << 20
 
 // promChecker evaluates an instant query through the Prometheus HTTP API: the
-// generalised form of Route 53's CloudWatch-alarm check (ROUTE53.md 2.5). A nonzero
-// result is an alarm (failure), zero passes, an empty result is ErrNoData.
+// generalised form of Route 53's CloudWatch-alarm check. A nonzero result is an
+// alarm (failure), zero passes, an empty result is ErrNoData.
 type promChecker struct {
 	api   promv1.API
 	query string

@@ -40,7 +40,7 @@ type Observer interface {
 }
 
 // Aggregator combines this instance's view of each check with other instances'
-// (ROUTE53.md 2.3: a quorum of the reachable checkers). Without one, the local view
+// (docs/routing.md#quorum: a quorum of the reachable checkers). Without one, the local view
 // is published as it is.
 type Aggregator interface {
 	// Local is told this instance's status of fp after each of its probes.

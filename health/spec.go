@@ -1,5 +1,5 @@
 // Package health probes endpoints in the background and publishes their status as
-// immutable snapshots. The rules follow Route 53 (ROUTE53.md section 2): a new check
+// immutable snapshots. The rules follow Route 53 (docs/routing.md#check-health): a new check
 // is healthy, a status flips only after a run of consecutive opposite results,
 // disabled forces healthy, and inversion is applied last.
 package health
@@ -58,7 +58,7 @@ const (
 	NoDataUnhealthy
 )
 
-// Defaults from ROUTE53.md section 2.
+// Defaults, as Route 53 has them.
 const (
 	DefaultInterval  = 30 * time.Second
 	DefaultFails     = 3
@@ -79,7 +79,7 @@ type Spec struct {
 	Type     Type
 	Target   string        // URL for http(s), websocket, grpc and prometheus; host:port for tcp
 	Interval time.Duration // time from the end of one probe to the start of the next
-	Timeout  time.Duration // 0: the per-type default (ROUTE53.md 2.2)
+	Timeout  time.Duration // 0: the per-type default (as Route 53 times its probes)
 	Fails    int           // consecutive failures that make a healthy check unhealthy
 	Passes   int           // consecutive passes that make an unhealthy check healthy
 	Host     string        // Host header and TLS SNI

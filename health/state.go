@@ -118,26 +118,41 @@ func (s *Snapshot) Diff(prev *Snapshot, fn func(fp string)) {
 	}
 }
 
-// Healthy evaluates spec against s: Disabled forces healthy, a calculated check counts
-// its children, and Invert is applied last (ROUTE53.md 2.3.5 and 2.4).
+// Healthy evaluates spec against s with no operator override; see Judge.
 func (s *Snapshot) Healthy(spec *Spec) bool {
-	return s.raw(spec) != spec.Invert
+	return s.Judge(spec, nil)
 }
 
-func (s *Snapshot) raw(spec *Spec) bool {
+// Judge is the one place a check's health is decided. over holds the operator
+// overrides by check name (true: healthy; nil: none). In order
+// (docs/routing.md#check-health):
+//
+//  1. an operator override of the check wins outright;
+//  2. a disabled check is healthy;
+//  3. a calculated check is healthy when at least Threshold of its children are,
+//     each judged by these same rules, so an override of a child counts;
+//  4. a probed check is healthy unless its status in s is Down: the failure and
+//     recovery thresholds over this instance's probes or, with a fleet, the quorum
+//     of the reachable checkers' reports (decided before s was published); a check
+//     s does not know yet is healthy;
+//  5. Invert flips the outcome of 2-4 (never an override).
+func (s *Snapshot) Judge(spec *Spec, over map[string]bool) bool {
+	if v, ok := over[spec.Name]; ok {
+		return v
+	}
 	switch {
 	case spec.Disabled:
-		return true
+		return !spec.Invert
 	case spec.Type == Calculated:
 		n := 0
 		for _, c := range spec.Children {
-			if s.Healthy(c) {
+			if s.Judge(c, over) {
 				n++
 			}
 		}
-		return n >= spec.Threshold
+		return (n >= spec.Threshold) != spec.Invert
 	default:
-		return !s.Status(spec.Fingerprint()).Down
+		return !s.Status(spec.Fingerprint()).Down != spec.Invert
 	}
 }
 

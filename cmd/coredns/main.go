@@ -3,10 +3,9 @@
 package main
 
 import (
-	"github.com/coredns/coredns/core/dnsserver"
+	"github.com/coredns/coredns/core/dnsserver" // the "dns" server type and its directives
 	"github.com/coredns/coredns/coremain"
 
-	_ "github.com/coredns/coredns/core/dnsserver" // the "dns" server type
 	_ "github.com/coredns/coredns/plugin/bind"
 	_ "github.com/coredns/coredns/plugin/cache"
 	_ "github.com/coredns/coredns/plugin/debug"

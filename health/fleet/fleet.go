@@ -1,5 +1,5 @@
 // Package fleet lets several healthroute instances share their probe results and
-// judge each check by a quorum of the checkers they can reach, as Route 53 does: a
+// judge each check by a quorum of the checkers they can reach (docs/routing.md#quorum): a
 // check is healthy when more than Quorum percent of the reachable members' fresh
 // reports say so. Membership comes from hashicorp/memberlist; reports travel as
 // compact binary messages on its broadcast queue (first results, changes and
@@ -365,7 +365,7 @@ func (f *Fleet) setOwnLocked(id uint64, r *ownReport, flags byte, now time.Time,
 
 func ms(t time.Time) uint64 { return uint64(max(t.UnixMilli(), 0)) }
 
-// Status returns the quorum decision for fp: healthy when more than
+// Status returns the quorum decision for fp (docs/routing.md#quorum): healthy when more than
 // Quorum percent of the fresh reports of reachable members, this one's included, are
 // healthy; with none, the last decision (or local, before any) is kept.
 func (f *Fleet) Status(fp string, local health.Status) health.Status {
@@ -401,7 +401,7 @@ func (f *Fleet) Status(fp string, local health.Status) health.Status {
 	return d.st
 }
 
-// Healthy is Route 53's quorum rule, strict: 100*healthy > quorum*total.
+// Healthy is the quorum rule of docs/routing.md#quorum, strict: 100*healthy > quorum*total.
 func Healthy(healthy, total, quorum int) bool { return 100*healthy > quorum*total }
 
 // tallyLocked counts the fresh reports of id from reachable members; each is also

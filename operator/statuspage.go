@@ -1,12 +1,15 @@
-package healthroute
+package operator
 
 import (
 	"bytes"
+	_ "embed"
 	"fmt"
 	"html/template"
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/healthroute/healthroute/view"
 )
 
 // statusRefresh is how often, in seconds, the status page reloads itself unless the
@@ -19,7 +22,7 @@ const (
 
 // statusPage serves GET /: the record trees and checks as HTML, from the same views
 // as /v1/records and /v1/checks.
-func (s *apiServer) statusPage(w http.ResponseWriter, r *http.Request) {
+func (s *server) statusPage(w http.ResponseWriter, r *http.Request) {
 	refresh := statusRefresh
 	if v := r.URL.Query().Get("refresh"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -80,14 +83,14 @@ func healthBadge(ok bool) badge {
 
 // checkRow is one check with what the page says about it.
 type checkRow struct {
-	CheckView
+	view.Check
 	Badge badge
 	Notes []string // override, disabled, inverted, awaiting a first result
 }
 
 // pageNode is one record group on the page, with its alias targets nested.
 type pageNode struct {
-	RecordView
+	view.Record
 	Anchor  string // id of the group's first drawing, "" on later drawings
 	Ref     string // on later drawings: the first one's id (members are not repeated)
 	Badge   badge
@@ -97,7 +100,7 @@ type pageNode struct {
 
 // pageMember is one member; Child is the group an alias member points to.
 type pageMember struct {
-	MemberView
+	view.Member
 	Badge badge
 	Check *checkRow
 	Child *pageNode
@@ -107,11 +110,11 @@ type pageMember struct {
 // by a valid configuration.
 const maxTreeDepth = 32
 
-func buildStatus(checks []CheckView, recs []RecordView, now time.Time) *statusData {
+func buildStatus(checks []view.Check, recs []view.Record, now time.Time) *statusData {
 	d := &statusData{Now: now.UTC()}
 	byName := map[string]*checkRow{}
 	for _, c := range checks {
-		row := checkRow{CheckView: c, Badge: healthBadge(c.Healthy)}
+		row := checkRow{Check: c, Badge: healthBadge(c.Healthy)}
 		if c.Override != nil {
 			row.Notes = append(row.Notes, "forced "+healthBadge(*c.Override).Text+" by an operator")
 			if c.Probed != nil {
@@ -142,7 +145,7 @@ func buildStatus(checks []CheckView, recs []RecordView, now time.Time) *statusDa
 	}
 
 	key := func(name, typ string) string { return name + " " + typ }
-	groups := map[string]*RecordView{}
+	groups := map[string]*view.Record{}
 	targeted := map[string]bool{}
 	var order []string
 	for i := range recs {
@@ -159,10 +162,10 @@ func buildStatus(checks []CheckView, recs []RecordView, now time.Time) *statusDa
 		}
 	}
 	drawn := map[string]bool{}
-	var build func(v *RecordView, depth int) *pageNode
-	build = func(v *RecordView, depth int) *pageNode {
+	var build func(v *view.Record, depth int) *pageNode
+	build = func(v *view.Record, depth int) *pageNode {
 		k := key(v.Name, v.Type)
-		n := &pageNode{RecordView: *v, Nested: depth > 0}
+		n := &pageNode{Record: *v, Nested: depth > 0}
 		anchor := "record-" + v.Name + "-" + v.Type
 		if drawn[k] {
 			n.Ref = anchor // a group several aliases share is drawn in full once
@@ -187,7 +190,7 @@ func buildStatus(checks []CheckView, recs []RecordView, now time.Time) *statusDa
 			if n.Ref != "" {
 				break
 			}
-			pm := pageMember{MemberView: m, Badge: healthBadge(m.Healthy), Check: byName[m.Check]}
+			pm := pageMember{Member: m, Badge: healthBadge(m.Healthy), Check: byName[m.Check]}
 			if t, ok := groups[key(m.Alias, v.Type)]; ok && m.Alias != "" && depth < maxTreeDepth {
 				pm.Child = build(t, depth+1)
 			}
@@ -229,3 +232,9 @@ var statusTmpl = template.Must(template.New("status").Funcs(template.FuncMap{
 	"utc": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
 	"iso": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 }).Parse(statusHTML))
+
+// statusHTML is the status page template. Health is shown by colour and, for readers
+// who cannot see colour, by the badge's words; the page works without scripts.
+//
+//go:embed status.html
+var statusHTML string

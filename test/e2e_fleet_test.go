@@ -1,4 +1,4 @@
-package healthroute
+package test
 
 import (
 	"crypto/rand"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/healthroute/healthroute/health"
 	"github.com/healthroute/healthroute/internal/coretest"
+	"github.com/healthroute/healthroute/view"
 )
 
 // TestEndToEndFleet runs two real CoreDNS processes in one fleet. The endpoint
@@ -76,19 +77,19 @@ func TestEndToEndFleet(t *testing.T) {
 	b := coretest.Start(t, corefile("dns-b", portB, apiB, gossipB, gossipA), portB, "www.example.org")
 
 	// Both members counted in the view, one healthy: healthy everywhere.
-	fleetOf := func(api int) *FleetView {
+	fleetOf := func(api int) *view.Fleet {
 		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/v1/checks", api))
 		if err != nil {
 			return nil
 		}
 		defer resp.Body.Close()
-		var v struct{ Checks []CheckView }
+		var v struct{ Checks []view.Check }
 		if json.NewDecoder(resp.Body).Decode(&v) != nil || len(v.Checks) != 1 {
 			return nil
 		}
 		return v.Checks[0].Fleet
 	}
-	var fa *FleetView
+	var fa *view.Fleet
 	waitUntil(t, 20*time.Second, "dns-a counts both members, one healthy",
 		func() bool { fa = fleetOf(apiA); return fa != nil && fa.Total == 2 && fa.Healthy == 1 },
 		func() string { return fmt.Sprintf("last view %+v\n%s", fa, a.Output()) })

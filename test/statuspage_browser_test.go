@@ -1,4 +1,4 @@
-package healthroute
+package test
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package healthroute
+package test
 
 import (
 	"encoding/json"
@@ -12,6 +12,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/healthroute/healthroute/internal/coretest"
+	"github.com/healthroute/healthroute/view"
 )
 
 const apiToken = "s3cret-token-for-tests-0123456789"
@@ -113,7 +114,7 @@ func TestAPIViews(t *testing.T) {
 		web.Interval != "100ms" || web.LastProbe.IsZero() || web.Failures != 0 || web.LastError != "" {
 		t.Errorf("web: %+v", web)
 	}
-	var ordered struct{ Checks []CheckView }
+	var ordered struct{ Checks []view.Check }
 	getJSON(t, f.base+"/v1/checks", &ordered)
 	for i := 1; i < len(ordered.Checks); i++ {
 		if ordered.Checks[i-1].Name >= ordered.Checks[i].Name {
@@ -121,9 +122,9 @@ func TestAPIViews(t *testing.T) {
 		}
 	}
 
-	var recs struct{ Records []RecordView }
+	var recs struct{ Records []view.Record }
 	getJSON(t, f.base+"/v1/records", &recs)
-	byName := map[string]RecordView{}
+	byName := map[string]view.Record{}
 	for _, r := range recs.Records {
 		byName[r.Name] = r
 	}
@@ -166,8 +167,8 @@ func TestAPIViews(t *testing.T) {
 func TestAPIExplain(t *testing.T) {
 	f := startAPIFixture(t)
 	q := url.Values{"name": {"www.example.org"}, "type": {"A"}, "client": {"203.0.113.7/24"}, "lat": {"40.7"}, "lon": {"-74.0"}}
-	explain := func() ExplainView {
-		var v ExplainView
+	explain := func() view.Explanation {
+		var v view.Explanation
 		getJSON(t, f.base+"/v1/explain?"+q.Encode(), &v)
 		return v
 	}

@@ -1,4 +1,4 @@
-package healthroute
+package test
 
 import (
 	"encoding/json"
@@ -11,10 +11,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/healthroute/healthroute/view"
 )
+
+// metricPrefix starts every healthroute metric family name.
+const metricPrefix = "coredns_healthroute_"
 
 // httpClient talks to the servers the tests start, on loopback only.
 var httpClient = &http.Client{Timeout: 5 * time.Second}
@@ -70,11 +76,11 @@ func getJSON(t *testing.T, url string, v any) string {
 }
 
 // apiChecks returns /v1/checks by check name.
-func apiChecks(t *testing.T, base string) map[string]CheckView {
+func apiChecks(t *testing.T, base string) map[string]view.Check {
 	t.Helper()
-	var v struct{ Checks []CheckView }
+	var v struct{ Checks []view.Check }
 	getJSON(t, base+"/v1/checks", &v)
-	out := map[string]CheckView{}
+	out := map[string]view.Check{}
 	for _, c := range v.Checks {
 		out[c.Name] = c
 	}
@@ -154,4 +160,36 @@ func series(fams map[string]*dto.MetricFamily, name string) string {
 		fmt.Fprintf(&b, "%s %v\n", name, m)
 	}
 	return b.String()
+}
+
+// lintFamilies lints the healthroute families of fams and fails on any problem.
+func lintFamilies(t *testing.T, fams []*dto.MetricFamily) {
+	t.Helper()
+	var ours []*dto.MetricFamily
+	for _, mf := range fams {
+		if strings.HasPrefix(mf.GetName(), metricPrefix) {
+			ours = append(ours, mf)
+		}
+	}
+	if len(ours) == 0 {
+		t.Fatal("no coredns_healthroute_ families to lint")
+	}
+	problems, err := promlint.NewWithMetricFamilies(ours).Lint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
+	}
+}
+
+// writeFile writes content to a file named name in a fresh temporary directory and
+// returns its path.
+func writeFile(t testing.TB, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

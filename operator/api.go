@@ -1,0 +1,263 @@
+package operator
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coredns/coredns/plugin"
+	"github.com/miekg/dns"
+
+	"github.com/healthroute/healthroute/view"
+)
+
+// server is one API listener: the status page, the JSON views, explain and
+// overrides. It reads the running blocks at request time, so it always shows the
+// running configuration, across reloads.
+type server struct {
+	op   *Operator
+	srv  *http.Server
+	done chan struct{}
+
+	mu        sync.Mutex
+	tokenFile string
+}
+
+// listen listens on addr and serves until stop.
+func listen(addr, tokenFile string, op *Operator) (*server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	s := &server{op: op, done: make(chan struct{}), tokenFile: tokenFile}
+	s.srv = &http.Server{Handler: s.handler(), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
+		WriteTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
+	go func() {
+		defer close(s.done)
+		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Errorf("api %s: %v", addr, err)
+		}
+	}()
+	log.Infof("api listening on %s", ln.Addr())
+	return s, nil
+}
+
+// Handler returns the API's routes over o's running blocks, for serving on a
+// listener of the caller's; tokenFile authorises overrides ("": refused).
+func (o *Operator) Handler(tokenFile string) http.Handler {
+	return (&server{op: o, tokenFile: tokenFile}).handler()
+}
+
+func (s *server) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", s.statusPage)
+	mux.HandleFunc("GET /v1/checks", s.getChecks)
+	mux.HandleFunc("GET /v1/records", s.getRecords)
+	mux.HandleFunc("GET /v1/explain", s.getExplain)
+	mux.HandleFunc("POST /v1/checks/{name}/override", s.postOverride)
+	return mux
+}
+
+func (s *server) setTokenFile(path string) {
+	s.mu.Lock()
+	s.tokenFile = path
+	s.mu.Unlock()
+}
+
+func (s *server) stop() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.srv.Shutdown(ctx); err != nil {
+		s.srv.Close()
+	}
+	<-s.done
+}
+
+// checks returns every check of the running blocks, by name (first block wins).
+func (s *server) checks() []view.Check {
+	seen := map[string]bool{}
+	var out []view.Check
+	for _, b := range s.op.Blocks() {
+		for _, c := range b.Checks() {
+			if !seen[c.Name] {
+				seen[c.Name] = true
+				out = append(out, c)
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// records returns every record group of the running blocks, block by block.
+func (s *server) records() []view.Record {
+	var out []view.Record
+	for _, b := range s.op.Blocks() {
+		out = append(out, b.Records()...)
+	}
+	return out
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(v)
+}
+
+func apiError(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, map[string]string{"error": msg})
+}
+
+func (s *server) getChecks(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"checks": s.checks()})
+}
+
+func (s *server) getRecords(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"records": s.records()})
+}
+
+// getExplain answers GET /v1/explain?name=N&type=T&client=IP[/PREFIX] with optional
+// country, continent, subdivision, lat and lon (the geoip location to assume).
+func (s *server) getExplain(w http.ResponseWriter, r *http.Request) {
+	qv := r.URL.Query()
+	name := qv.Get("name")
+	if _, ok := dns.IsDomainName(name); !ok || name == "" {
+		apiError(w, http.StatusBadRequest, "name: expected a domain name")
+		return
+	}
+	name = strings.ToLower(dns.Fqdn(name))
+	qtype := dns.TypeA
+	if t := qv.Get("type"); t != "" {
+		var ok bool
+		if qtype, ok = dns.StringToType[strings.ToUpper(t)]; !ok {
+			apiError(w, http.StatusBadRequest, "type: unknown record type '"+t+"'")
+			return
+		}
+	}
+	client, err := parseClient(qv.Get("client"))
+	if err != nil {
+		apiError(w, http.StatusBadRequest, "client: "+err.Error())
+		return
+	}
+	q := view.Question{Name: name, Type: qtype, Client: client, Country: strings.ToUpper(qv.Get("country")),
+		Continent: strings.ToUpper(qv.Get("continent")), Subdivisions: strings.ToUpper(qv.Get("subdivision"))}
+	if qv.Get("lat") != "" || qv.Get("lon") != "" {
+		lat, err1 := strconv.ParseFloat(qv.Get("lat"), 64)
+		lon, err2 := strconv.ParseFloat(qv.Get("lon"), 64)
+		if err1 != nil || err2 != nil {
+			apiError(w, http.StatusBadRequest, "lat, lon: expected decimal degrees")
+			return
+		}
+		q.Lat, q.Lon, q.HasCoords = lat, lon, true
+	}
+	var block Block // the block with the longest zone that holds name
+	best := ""
+	for _, b := range s.op.Blocks() {
+		if z := plugin.Zones(b.Zones()).Matches(name); len(z) > len(best) {
+			block, best = b, z
+		}
+	}
+	if block == nil {
+		apiError(w, http.StatusNotFound, "no healthroute block serves "+name)
+		return
+	}
+	writeJSON(w, http.StatusOK, block.Explain(q))
+}
+
+// parseClient reads IP or IP/PREFIX; "" is 0.0.0.0/32, a client the API knows nothing of.
+func parseClient(s string) (netip.Prefix, error) {
+	if s == "" {
+		return netip.MustParsePrefix("0.0.0.0/32"), nil
+	}
+	if strings.Contains(s, "/") {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return netip.Prefix{}, errors.New("expected IP or IP/PREFIX")
+		}
+		return netip.PrefixFrom(p.Addr().Unmap(), p.Bits()).Masked(), nil
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Prefix{}, errors.New("expected IP or IP/PREFIX")
+	}
+	a = a.Unmap()
+	return netip.PrefixFrom(a, a.BitLen()), nil
+}
+
+// postOverride handles POST /v1/checks/NAME/override with healthy, unhealthy or none
+// (as the body, or the form field state), authorised by the bearer token.
+func (s *server) postOverride(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	path := s.tokenFile
+	s.mu.Unlock()
+	if path == "" {
+		apiError(w, http.StatusForbidden, "overrides are disabled: no token_file is configured")
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		log.Errorf("api: token_file: %v", err)
+		apiError(w, http.StatusForbidden, "overrides are disabled: the token file cannot be read")
+		return
+	}
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(strings.TrimSpace(string(want)))) != 1 {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="healthroute"`)
+		apiError(w, http.StatusUnauthorized, "a valid bearer token is required")
+		return
+	}
+	state, err := overrideState(w, r)
+	if err != nil {
+		apiError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	var v *bool
+	switch state {
+	case "healthy", "unhealthy":
+		x := state == "healthy"
+		v = &x
+	case "none":
+	default:
+		apiError(w, http.StatusBadRequest, "state: expected healthy, unhealthy or none")
+		return
+	}
+	name := r.PathValue("name")
+	if err := s.op.Override(name, v); err != nil {
+		apiError(w, http.StatusNotFound, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"check": name, "override": state})
+}
+
+// overrideState reads the state an override request asks for: the form field state
+// (in the query or a form body), else the whole body as text. curl --data sends a
+// bare word with a form content type, so a form body without a state field is read
+// as text too.
+func overrideState(w http.ResponseWriter, r *http.Request) (string, error) {
+	if v := r.URL.Query().Get("state"); v != "" {
+		return v, nil
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1024))
+	if err != nil {
+		return "", errors.New("body: at most 1024 bytes")
+	}
+	text := strings.TrimSpace(string(body))
+	if form, err := url.ParseQuery(text); err == nil && form.Has("state") {
+		return form.Get("state"), nil
+	}
+	return text, nil
+}
