@@ -174,15 +174,18 @@ func TestDeadMembersStopCountingDefaults(t *testing.T) {
 
 // TestPartitionDefaults splits five members 3/2: each side must decide from its own
 // members within 10 s (memberlist, at WAN timers, has not declared anyone dead by
-// then); after healing, every member's view must agree within 5 s.
+// then). Then one member on each side flips its result, which the other side cannot
+// hear; after healing, every member must hold every member's current report, and
+// decide the same, within 5 s.
 func TestPartitionDefaults(t *testing.T) {
 	n := &netsim{}
 	ms := cluster(t, n, 5, member{})
 	// m00-m02 see the endpoint down, m03-m04 up: 2 of 5 healthy (40%) is healthy.
 	local := []bool{true, true, true, false, false}
 	const fp = "fp-api"
+	var ps []*prober
 	for i, m := range ms {
-		probe(t, m, fp, time.Second, local[i])
+		ps = append(ps, probe(t, m, fp, time.Second, local[i]))
 	}
 	decide := func(ms []*Fleet, local []bool, wantDown bool, total int) bool {
 		for i, m := range ms {
@@ -205,9 +208,29 @@ func TestPartitionDefaults(t *testing.T) {
 		t.Errorf("the sides switched after %s, want within 10s", took)
 	}
 
+	// m00 now sees the endpoint up and m03 down: still 2 of 5 healthy in all.
+	local[0], local[3] = false, true
+	ps[0].down.Store(false)
+	ps[3].down.Store(true)
+	current := func() bool {
+		for _, m := range ms {
+			for _, r := range m.View(fp).Reports {
+				var i int
+				fmt.Sscanf(r.Member, "m%d", &i)
+				if !r.Counted || r.Down != local[i] {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	waitFor(t, 5*time.Second, "each side holds its own flip", func() bool {
+		return ms[1].View(fp).Healthy == 1 && ms[4].View(fp).Healthy == 1
+	})
+
 	healed := time.Now()
 	n.heal()
-	waitFor(t, 15*time.Second, "views agree after healing", func() bool { return decide(ms, local, false, 5) })
+	waitFor(t, 15*time.Second, "views agree after healing", func() bool { return decide(ms, local, false, 5) && current() })
 	took = time.Since(healed)
 	t.Logf("views agreed %s after healing", took.Round(time.Millisecond))
 	if took > 5*time.Second {
