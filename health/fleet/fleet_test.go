@@ -170,7 +170,8 @@ func start(t *testing.T, n *netsim, m member) *Fleet {
 	if n != nil {
 		cfg.wrap = func(nt memberlist.NodeAwareTransport) memberlist.NodeAwareTransport {
 			port := nt.(*memberlist.NetTransport).GetAutoBindPort()
-			return &simTransport{NodeAwareTransport: nt, net: n, self: "127.0.0.1:" + strconv.Itoa(port)}
+			self := netip.AddrPortFrom(m.bind.Addr(), uint16(port)).String()
+			return &simTransport{NodeAwareTransport: nt, net: n, self: self}
 		}
 	}
 	f, err := New(cfg)
@@ -185,19 +186,22 @@ func start(t *testing.T, n *netsim, m member) *Fleet {
 	return f
 }
 
-// cluster starts size members like tmpl, each joining the first.
+// cluster starts size members like tmpl, each joining the first. Each binds its own
+// loopback address (127.0.0.1, .2, ...), as members on their own hosts do, so the
+// gossip port's limits per address apply as they would.
 func cluster(t *testing.T, n *netsim, size int, tmpl member) []*Fleet {
 	t.Helper()
 	var ms []*Fleet
 	for i := range size {
 		m := tmpl
 		m.name, m.key = fmt.Sprintf("m%02d", i), testKey
+		m.bind = netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, byte(i + 1)}), 0)
 		if i > 0 {
 			m.join = []string{ms[0].Addr()}
 		}
 		ms = append(ms, start(t, n, m))
 	}
-	waitFor(t, 20*time.Second, "every member sees the whole fleet", func() bool {
+	waitFor(t, 30*time.Second, "every member sees the whole fleet", func() bool {
 		for _, m := range ms {
 			if len(m.Members()) != size {
 				return false
