@@ -81,7 +81,7 @@ type Config struct {
 	Profile    Profile          // memberlist's timers; the zero Profile is WAN
 	Beat       time.Duration    // heartbeat interval; 0: DefaultBeat
 	Suspicion  time.Duration    // a member not heard from for this long stops counting; 0: DefaultSuspicion (at least 3 beats)
-	Stale      time.Duration    // own reports of a check not probed for this long (or 3 of its intervals) drop out; 0: DefaultStale
+	Stale      time.Duration    // own reports of a check not probed for this long, or 3 of its intervals if longer, drop out; 0: DefaultStale
 	MaxBackoff time.Duration    // longest wait between join attempts; 0: DefaultMaxBackoff
 	Limits     Limits           // inbound gossip connections; zero fields: defaults
 

@@ -190,6 +190,8 @@ func (c *guardedConn) SetDeadline(t time.Time) error {
 	return c.applyLocked()
 }
 
+// SetReadDeadline and SetWriteDeadline set both deadlines, clamped: memberlist only
+// ever sets both at once, and an inbound connection is one exchange.
 func (c *guardedConn) SetReadDeadline(t time.Time) error  { return c.SetDeadline(t) }
 func (c *guardedConn) SetWriteDeadline(t time.Time) error { return c.SetDeadline(t) }
 
