@@ -350,3 +350,92 @@ func TestFirstResultAnnounced(t *testing.T) {
 		t.Errorf("first results took %s, want within one gossip round (500 ms) and the decision's settling", took)
 	}
 }
+
+// TestLANProfile: members on memberlist's LAN timers join and count each other,
+// and one that is killed stops counting within the same suspicion.
+func TestLANProfile(t *testing.T) {
+	var ms []*Fleet
+	for i := range 2 {
+		cfg := Config{Name: fmt.Sprintf("lan%d", i), Bind: netip.MustParseAddrPort("127.0.0.1:0"), Key: testKey, Profile: LAN}
+		if i > 0 {
+			cfg.Join = []netip.AddrPort{netip.MustParseAddrPort(ms[0].Addr())}
+		}
+		f, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(f.Stop)
+		ms = append(ms, f)
+	}
+	ps := []*prober{probe(t, ms[0], "fp", time.Second, false), probe(t, ms[1], "fp", time.Second, false)}
+	waitFor(t, 10*time.Second, "both count both", func() bool { return ms[0].View("fp").Total == 2 && ms[1].View("fp").Total == 2 })
+	killed := time.Now()
+	ps[1].stop()
+	crash(ms[1])
+	waitFor(t, 15*time.Second, "lan0 judges alone", func() bool { return ms[0].View("fp").Total == 1 })
+	if took := time.Since(killed); took > 10*time.Second {
+		t.Errorf("lan0 judged alone %s after lan1 was killed, want within 10s", took)
+	}
+}
+
+// TestFullSetPushedOnJoinRestartAndHeal: this member's full report set goes at once
+// to a member that joins, that restarted (a new epoch) while memberlist still saw
+// it, and that is heard again after falling silent past the suspicion; not on
+// ordinary beats, and not twice within a beat.
+func TestFullSetPushedOnJoinRestartAndHeal(t *testing.T) {
+	f, err := New(Config{Name: "self", Insecure: true, Quorum: DefaultQuorum})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1000, 0)
+	f.now = func() time.Time { return now }
+	f.Local("fp", status(false))
+	pushes := func() (to []string) {
+		for {
+			select {
+			case j := <-f.jobs:
+				to = append(to, j.to)
+			default:
+				return to
+			}
+		}
+	}
+	beat := func(epoch uint64) {
+		h := header{typ: msgBeat, name: "p", epoch: epoch, seq: 1, sentAt: ms(now)}
+		f.handle(appendUint64(appendHeader(nil, h), 0), false)
+	}
+	(*events)(f).NotifyJoin(&memberlist.Node{Name: "p"})
+	if got := pushes(); len(got) != 1 || got[0] != "p" {
+		t.Fatalf("on join: pushes %v, want one to p", got)
+	}
+	beat(1)
+	now = now.Add(time.Second)
+	beat(1)
+	if got := pushes(); len(got) != 0 {
+		t.Fatalf("on beats: pushes %v, want none", got)
+	}
+	now = now.Add(2 * time.Second)
+	beat(2) // p restarted
+	if got := pushes(); len(got) != 1 {
+		t.Fatalf("on a restart: pushes %v, want one to p", got)
+	}
+	now = now.Add(6 * time.Second)
+	f.tick() // p silent past the suspicion: it stops counting
+	if v := f.View("fp"); v.Total != 1 {
+		t.Fatalf("a silent p still counts: %+v", v)
+	}
+	now = now.Add(time.Second)
+	beat(2) // heard again: a heal
+	if got := pushes(); len(got) != 1 || got[0] != "p" {
+		t.Fatalf("on a heal: pushes %v, want one to p", got)
+	}
+	// memberlist flaps p dead and alive again within the same beat: no second push.
+	(*events)(f).NotifyLeave(&memberlist.Node{Name: "p", State: memberlist.StateDead})
+	(*events)(f).NotifyJoin(&memberlist.Node{Name: "p"})
+	if got := pushes(); len(got) != 0 {
+		t.Fatalf("a second push within a beat: %v", got)
+	}
+}
