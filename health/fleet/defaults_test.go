@@ -351,8 +351,8 @@ func TestFirstResultAnnounced(t *testing.T) {
 	}
 }
 
-// TestLANProfile: members on memberlist's LAN timers join and count each other,
-// and one that is killed stops counting within the same suspicion.
+// TestLANProfile: members on memberlist's LAN timers join and count each other, one
+// that is killed stops counting within 10 s, and memberlist drops it soon after.
 func TestLANProfile(t *testing.T) {
 	var ms []*Fleet
 	for i := range 2 {
@@ -379,6 +379,8 @@ func TestLANProfile(t *testing.T) {
 	if took := time.Since(killed); took > 10*time.Second {
 		t.Errorf("lan0 judged alone %s after lan1 was killed, want within 10s", took)
 	}
+	waitFor(t, 20*time.Second, "memberlist drops lan1", func() bool { return len(ms[0].Members()) == 1 })
+	t.Logf("memberlist declared lan1 dead %s after it was killed", time.Since(killed).Round(time.Millisecond))
 }
 
 // TestFullSetPushedOnJoinRestartAndHeal: this member's full report set goes at once
