@@ -128,14 +128,17 @@ func TestStaggeredStartDefaults(t *testing.T) {
 
 // TestDeadMembersStopCountingDefaults kills two of three members (no leave message)
 // and restarts one: the survivor must judge alone within 10 s, and count the
-// restarted member again within 2 s of its first probe.
+// restarted member again within 2 s of its first probe. Datagrams take 100 ms, as
+// between regions.
 func TestDeadMembersStopCountingDefaults(t *testing.T) {
 	as := addrs(t, 3)
+	n := &netsim{}
+	n.slow(100 * time.Millisecond)
 	const fp = "fp-web"
 	var ms []*Fleet
 	var ps []*prober
 	for i := range as {
-		m := start(t, nil, joinAll(as, i))
+		m := start(t, n, joinAll(as, i))
 		ms = append(ms, m)
 		ps = append(ps, probe(t, m, fp, time.Second, i == 0))
 	}
@@ -159,7 +162,7 @@ func TestDeadMembersStopCountingDefaults(t *testing.T) {
 		t.Errorf("the survivor judged alone after %s, want within 10s", took)
 	}
 
-	m1 := start(t, nil, joinAll(as, 1))
+	m1 := start(t, n, joinAll(as, 1))
 	p := probe(t, m1, fp, time.Second, false)
 	waitFor(t, 10*time.Second, "m0 counts the restarted m1", func() bool {
 		v := ms[0].View(fp)
@@ -179,6 +182,7 @@ func TestDeadMembersStopCountingDefaults(t *testing.T) {
 // decide the same, within 5 s.
 func TestPartitionDefaults(t *testing.T) {
 	n := &netsim{}
+	n.slow(100 * time.Millisecond) // datagrams between regions
 	ms := cluster(t, n, 5, member{})
 	// m00-m02 see the endpoint down, m03-m04 up: 2 of 5 healthy (40%) is healthy.
 	local := []bool{true, true, true, false, false}

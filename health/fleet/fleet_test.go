@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -29,7 +30,21 @@ type netsim struct {
 	mu    sync.Mutex
 	group map[string]int // address -> group, while split
 	loss  float64        // share of datagrams dropped
+	delay time.Duration  // added to every datagram, as between regions
 	bytes atomic.Int64
+}
+
+// slow delays every datagram (not streams) by d.
+func (n *netsim) slow(d time.Duration) {
+	n.mu.Lock()
+	n.delay = d
+	n.mu.Unlock()
+}
+
+func (n *netsim) latency() time.Duration {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.delay
 }
 
 // lossy drops datagrams (not streams) at random, each with probability p.
@@ -88,6 +103,11 @@ func (t *simTransport) WriteTo(b []byte, addr string) (time.Time, error) {
 		return time.Now(), nil
 	}
 	t.net.bytes.Add(int64(len(b)))
+	if d := t.net.latency(); d > 0 {
+		c := slices.Clone(b)
+		time.AfterFunc(d, func() { t.NodeAwareTransport.WriteTo(c, addr) })
+		return time.Now(), nil
+	}
 	return t.NodeAwareTransport.WriteTo(b, addr)
 }
 
@@ -96,6 +116,11 @@ func (t *simTransport) WriteToAddress(b []byte, a memberlist.Address) (time.Time
 		return time.Now(), nil
 	}
 	t.net.bytes.Add(int64(len(b)))
+	if d := t.net.latency(); d > 0 {
+		c := slices.Clone(b)
+		time.AfterFunc(d, func() { t.NodeAwareTransport.WriteToAddress(c, a) })
+		return time.Now(), nil
+	}
 	return t.NodeAwareTransport.WriteToAddress(b, a)
 }
 
