@@ -106,7 +106,7 @@ func TestParseFleetErrors(t *testing.T) {
 
 func TestRegistryFleet(t *testing.T) {
 	r := &registry{}
-	fc := &fleetConfig{Name: "dns-a", Bind: netip.MustParseAddrPort("127.0.0.1:0"), Insecure: true, Quorum: 18}
+	fc := &fleet.Config{Name: "dns-a", Bind: netip.MustParseAddrPort("127.0.0.1:0"), Insecure: true, Quorum: 18}
 	cfg := &Config{Fleet: fc}
 	s := r.acquire(cfg)
 	f := r.fleet()
@@ -127,7 +127,7 @@ func TestRegistryFleet(t *testing.T) {
 	a.acquire(ca)
 	defer a.release(ca)
 	b := &registry{}
-	cb := &Config{Fleet: &fleetConfig{Name: "dns-b", Bind: netip.MustParseAddrPort(a.fleet().Addr()), Insecure: true}}
+	cb := &Config{Fleet: &fleet.Config{Name: "dns-b", Bind: netip.MustParseAddrPort(a.fleet().Addr()), Insecure: true}}
 	b.acquire(cb)
 	defer b.release(cb)
 	if b.fleet() != nil || b.scheduler().Aggregator != nil {

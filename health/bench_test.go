@@ -113,7 +113,7 @@ func BenchmarkScheduler10k(b *testing.B) {
 	runtime.ReadMemStats(&ms)
 	b.ReportMetric(float64(ms.Sys)/1e6, "MB-sys")
 	var failed int
-	for _, in := range s.Infos() {
+	for _, in := range s.infos() {
 		if in.Failures > 0 {
 			failed++
 		}

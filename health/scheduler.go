@@ -156,7 +156,7 @@ func (s *Scheduler) Stop() {
 // A spec whose fingerprint is already running keeps that check's state and
 // schedule. Specs that are disabled or calculated are skipped (calculated children
 // are acquired through the spec list the caller gives, see Flatten).
-func (s *Scheduler) Acquire(specs []*Spec) error {
+func (s *Scheduler) Acquire(specs []*Spec) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.checks == nil {
@@ -181,7 +181,6 @@ func (s *Scheduler) Acquire(specs []*Spec) error {
 	if s.ctx != nil {
 		s.resizeLocked()
 	}
-	return nil
 }
 
 // SetMaxInFlight changes MaxInFlight (0: automatic) while the scheduler runs: a
@@ -298,8 +297,8 @@ func (s *Scheduler) Release(specs []*Spec) {
 	}
 }
 
-// Running reports how many probed checks the scheduler holds.
-func (s *Scheduler) Running() int {
+// running reports how many probed checks the scheduler holds.
+func (s *Scheduler) running() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.checks)
@@ -320,8 +319,8 @@ func (s *Scheduler) Info(fp string) (Info, bool) {
 	return e.info, true
 }
 
-// Infos returns what the scheduler knows of every probed check, sorted by name.
-func (s *Scheduler) Infos() []Info {
+// infos returns what the scheduler knows of every probed check, sorted by name.
+func (s *Scheduler) infos() []Info {
 	s.mu.Lock()
 	out := make([]Info, 0, len(s.checks))
 	for _, e := range s.checks {
@@ -411,7 +410,7 @@ func (s *Scheduler) run(ctx context.Context, e *entry) {
 		}
 		lag := time.Since(due)
 		s.started(e, lag)
-		err, took := s.probe(ctx, checker, spec)
+		took, err := s.probe(ctx, checker, spec)
 		s.slots.release()
 		last = took
 		fdReserve.fill()
@@ -497,7 +496,7 @@ func (s *Scheduler) jitter(interval time.Duration) time.Duration {
 }
 
 // probe runs one probe under the check's budget; a panic in a checker fails the probe.
-func (s *Scheduler) probe(ctx context.Context, c Checker, spec *Spec) (err error, took time.Duration) {
+func (s *Scheduler) probe(ctx context.Context, c Checker, spec *Spec) (took time.Duration, err error) {
 	b := budget(spec)
 	ctx, cancel := context.WithTimeout(ctx, b)
 	defer cancel()
@@ -518,7 +517,7 @@ func (s *Scheduler) probe(ctx context.Context, c Checker, spec *Spec) (err error
 		// Report the budget, not whatever the interrupted read said.
 		err = fmt.Errorf("no result within %s: %w", b, err)
 	}
-	return err, 0
+	return 0, err
 }
 
 // thresholds returns spec's failure and recovery thresholds, defaulted: failures
