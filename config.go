@@ -5,8 +5,10 @@ import (
 	"net/netip"
 
 	"github.com/coredns/coredns/plugin/pkg/fall"
-	"github.com/healthroute/healthroute/health"
 	"github.com/miekg/dns"
+
+	"github.com/healthroute/healthroute/health"
+	"github.com/healthroute/healthroute/health/fleet"
 )
 
 // Policy is a record set's routing policy.
@@ -81,7 +83,7 @@ type Config struct {
 	Checks       map[string]*health.Spec // by name
 	Records      []*RecordSet            // in Corefile order
 	MaxInFlight  int
-	Fleet        *fleetConfig   // nil: this instance judges alone
+	Fleet        *fleet.Config  // nil: this instance judges alone
 	SOA          SOAConfig      // the zones' SOA fields
 	NS           []string       // the zones' apex NS names, normalized; nil: no apex NS
 	Route53      *route53Config // nil: no route53 property
