@@ -139,14 +139,7 @@ func init() {
 func watchRoute53(ctx context.Context, r *route53Config, period time.Duration, reload func() bool) {
 	paths := r.files.Paths()
 	last := append([]fileStat(nil), r.stats...)
-	tick := time.NewTicker(period)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
+	every(ctx, period, func() {
 		now := make([]fileStat, len(paths))
 		for i, p := range paths {
 			now[i] = statFile(p)
@@ -155,7 +148,7 @@ func watchRoute53(ctx context.Context, r *route53Config, period time.Duration, r
 			log.Infof("route53: %s changed: reloading", strings.Join(paths, ", "))
 			last = now
 		}
-	}
+	})
 }
 
 // restarting is set while a reload started by a route53 watcher runs.
