@@ -1,6 +1,7 @@
 package healthroute
 
 import (
+	"net/netip"
 	"os"
 	"slices"
 	"strconv"
@@ -257,5 +258,49 @@ func TestTypesSetIdentifierScope(t *testing.T) {
 }`)
 	if got := values(r, "a.example.org.", dns.TypeAAAA); got != "2001:db8::1" {
 		t.Errorf("AAAA: %s", got)
+	}
+}
+
+// TestTypesClientPolicies checks types in the policies that choose by client: a
+// geolocation SRV, an ip TXT and a latency MX.
+func TestTypesClientPolicies(t *testing.T) {
+	r, cfg := testResolver(t, `healthroute {
+	region us-east-1 38.9 -77.0
+	region eu-west-1 53.3 -6.3
+	record _x._tcp.example.org. geolocation {
+		continent EU SRV 1 1 443 eu.example.net.
+		default SRV 1 1 443 us.example.net.
+	}
+	record office.example.org. ip {
+		cidr 192.0.2.0/24 TXT inside
+		default TXT outside
+	}
+	record example.org. latency {
+		region us-east-1 MX 10 us.example.net.
+		region eu-west-1 MX 10 eu.example.net.
+	}
+}`)
+	r.Publish(snapshot(cfg))
+	berlin := Location{Country: "DE", Continent: "EU", Lat: 52.5, Lon: 13.4, HasCoords: true}
+	boston := Location{Country: "US", Continent: "NA", Lat: 42.4, Lon: -71.1, HasCoords: true}
+	tests := []struct {
+		name   string
+		qtype  uint16
+		client string
+		loc    Location
+		want   string
+	}{
+		{"_x._tcp.example.org.", dns.TypeSRV, "203.0.113.1/32", berlin, "eu.example.net."},
+		{"_x._tcp.example.org.", dns.TypeSRV, "203.0.113.1/32", boston, "us.example.net."},
+		{"office.example.org.", dns.TypeTXT, "192.0.2.9/32", Location{}, `"inside"`},
+		{"office.example.org.", dns.TypeTXT, "198.51.100.9/32", Location{}, `"outside"`},
+		{"example.org.", dns.TypeMX, "203.0.113.1/32", berlin, "eu.example.net."},
+		{"example.org.", dns.TypeMX, "203.0.113.1/32", boston, "us.example.net."},
+	}
+	for _, tc := range tests {
+		a := r.Resolve(Query{Name: tc.name, Type: tc.qtype, Client: netip.MustParsePrefix(tc.client), Loc: tc.loc})
+		if len(a.RRs) != 1 || !strings.HasSuffix(a.RRs[0].String(), tc.want) {
+			t.Errorf("%s %s for %s %s: %v, want %s", tc.name, dns.TypeToString[tc.qtype], tc.client, tc.loc.Country, a.RRs, tc.want)
+		}
 	}
 }
