@@ -401,8 +401,15 @@ func parseTarget(c *caddy.Controller, cfg *Config, rs *RecordSet, m *Member, a [
 				return nil, c.Errf("record %s: %s value '%s' has too few fields, expected %d", rs.Name, typ, strings.Join(a[:min(n, len(a))], " "), n)
 			}
 			f := slices.Clone(a[:n])
-			for _, i := range quotedFields[t] {
-				f[i] = `"` + f[i] + `"`
+			for i := range f {
+				switch {
+				case slices.Contains(quotedFields[t], i):
+					f[i] = `"` + f[i] + `"`
+				case f[i] == "" || strings.ContainsAny(f[i], " \t\r\n;()\""):
+					// The zone-file parser would read a blank, comment or parenthesis
+					// as syntax, and a value other than the one written.
+					return nil, c.Errf("record %s: invalid %s value '%s': field '%s' is not one presentation field", rs.Name, typ, strings.Join(a[:n], " "), f[i])
+				}
 			}
 			rdata, a = strings.Join(f, " "), a[n:]
 		}

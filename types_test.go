@@ -167,6 +167,8 @@ func TestTypesParseErrors(t *testing.T) {
 	checkParseErrors(t, []parseErrorCase{
 		{"bad MX", rec("MX ten mail.example.org."), 3, "invalid MX value 'ten mail.example.org.'"},
 		{"short SRV", rec("SRV 10 5 443"), 3, "SRV value '10 5 443' has too few fields, expected 4"},
+		{"comment in a field", rec("MX 10 a;b.example.org."), 3, "field 'a;b.example.org.' is not one presentation field"},
+		{"blank in a field", rec(`MX 10 "a b."`), 3, "field 'a b.' is not one presentation field"},
 		{"SRV cut by an option", rec("SRV 10 5 443 id x"), 3, "has too few fields"},
 		{"bad CAA", rec(`CAA x issue "ca.example.net"`), 3, "invalid CAA value 'x issue \"ca.example.net\"'"},
 		{"bad DS", rec("DS 1 2 x ABCD"), 3, "invalid DS value '1 2 x ABCD'"},
