@@ -722,7 +722,7 @@ func (r *Resolver) resolve(q *Query) Answer {
 		}
 	}
 	if p.cuts != nil {
-		if ans, ok := r.referral(t, q, zone); ok {
+		if ans, ok := r.referral(t, q, q.Name, zone); ok {
 			return ans
 		}
 	}
@@ -731,7 +731,7 @@ func (r *Resolver) resolve(q *Query) Answer {
 		r.chase(t, q, &ans)
 	}
 	if q.Type == dns.TypeMX || q.Type == dns.TypeSRV {
-		ans.Extra = r.additional(t, q, ans.RRs, zone)
+		ans.Extra = append(ans.Extra, r.additional(t, q, ans.RRs, zone)...) // after a chase's referral glue
 	}
 	return ans
 }
@@ -741,11 +741,11 @@ func (r *Resolver) resolve(q *Query) Answer {
 // section, the addresses of its name servers below the cut in the additional
 // section, not authoritative. A DS query at the cut itself is answered by the parent,
 // as any other record.
-func (r *Resolver) referral(t *table, q *Query, zone string) (Answer, bool) {
+func (r *Resolver) referral(t *table, q *Query, name, zone string) (Answer, bool) {
 	p := t.plan
 	var cut *entry
-	for off, end := 0, false; !end && len(q.Name)-off > len(zone); off, end = dns.NextLabel(q.Name, off) {
-		if e, ok := p.cuts[q.Name[off:]]; ok && (off > 0 || q.Type != dns.TypeDS) {
+	for off, end := 0, false; !end && len(name)-off > len(zone); off, end = dns.NextLabel(name, off) {
+		if e, ok := p.cuts[name[off:]]; ok && (off > 0 || q.Type != dns.TypeDS) {
 			cut = e // keep going: the highest cut wins
 		}
 	}
@@ -855,6 +855,12 @@ func (r *Resolver) chase(t *table, q *Query, ans *Answer) {
 		zone := matchZone(p.zones, target)
 		if zone == "" || inChain(chain, target) {
 			break
+		}
+		if p.cuts != nil {
+			if ref, ok := r.referral(t, q, target, zone); ok {
+				ans.Ns, ans.Extra = ref.Ns, ref.Extra // the CNAME, and where its target is delegated
+				break
+			}
 		}
 		next := r.step(t, q, target, zone)
 		if next.Pass && p.fall.Through(target) {

@@ -59,6 +59,9 @@ const typesBlock = `healthroute example.org {
 		ttl 10
 		TXT split
 	}
+	record into.example.org. simple {
+		CNAME www.sub.example.org.
+	}
 	record flat.example.org. simple {
 		ttl 5
 		alias example.org.
@@ -154,6 +157,11 @@ func TestTypesReferral(t *testing.T) {
 				t.Errorf("%s %s: referral %v answer %v authority %v additional %v, want a referral to sub.example.org. with ns1's glue", n, dns.TypeToString[qt], a.Referral, a.RRs, a.Ns, a.Extra)
 			}
 		}
+	}
+	// A CNAME into the delegation: the CNAME, authoritative, and the referral.
+	a := r.Resolve(Query{Name: "into.example.org.", Type: dns.TypeA, Client: testClient})
+	if a.Referral || len(a.RRs) != 1 || a.RRs[0].Header().Rrtype != dns.TypeCNAME || typesNS(a.Ns) != "ns.example.net.,ns1.sub.example.org." || len(a.Extra) != 1 {
+		t.Errorf("CNAME into the delegation: referral %v answer %v authority %v additional %v, want the CNAME and the referral", a.Referral, a.RRs, a.Ns, a.Extra)
 	}
 	if a := r.Resolve(Query{Name: "www.sub.example.org.", Type: dns.TypeDS, Client: testClient}); !a.Referral {
 		t.Errorf("DS below the cut: %+v, want a referral", a)

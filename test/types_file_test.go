@@ -36,6 +36,7 @@ sub        3600 IN NS    ns1.sub.example.org.
 sub        3600 IN NS    ns.example.net.
 sub        3600 IN DS    60485 5 1 2BB183AF5F22588179A53B0A98631FAD1A292118
 ns1.sub    60   IN A     192.0.2.53
+into       60   IN CNAME www.sub.example.org.
 `
 
 const typesBlock = `ns ns1.example.org.
@@ -73,6 +74,9 @@ const typesBlock = `ns ns1.example.org.
 		}
 		record ns1.sub.example.org. simple {
 			A 192.0.2.53
+		}
+		record into.example.org. simple {
+			CNAME www.sub.example.org.
 		}`
 
 // typesSection renders a section's records in wire format, sorted, leaving out OPT.
@@ -116,7 +120,7 @@ example.org:%d {
 }`, hrPort, typesBlock, filePort, zone), hrPort, "mail.example.org")
 	file := &coretest.Server{Addr: fmt.Sprintf("127.0.0.1:%d", filePort)}
 
-	names := []string{"example.org.", "ns1", "mail", "_sip._tcp", "sip", "25.2.0.192", "legacy", "sub", "www.sub", "ns1.sub", "nope"}
+	names := []string{"example.org.", "ns1", "mail", "_sip._tcp", "sip", "25.2.0.192", "legacy", "sub", "www.sub", "ns1.sub", "into", "nope"}
 	qtypes := []uint16{dns.TypeA, dns.TypeAAAA, dns.TypeMX, dns.TypeTXT, dns.TypeCAA, dns.TypeSRV, dns.TypeNAPTR, dns.TypePTR, dns.TypeSPF, dns.TypeNS, dns.TypeDS}
 	if answered := typesCompare(t, hr, file, "example.org.", names, qtypes); answered < 12 {
 		t.Fatalf("only %d questions had answers; the comparison covers too little", answered)
