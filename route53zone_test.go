@@ -1,16 +1,22 @@
 package healthroute
 
 import (
+	"context"
 	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/coredns/caddy"
 	"github.com/miekg/dns"
+
+	"github.com/healthroute/healthroute/route53"
 )
 
 // route53Zone10k writes a hosted zone of 10,000 record sets into dir: 2,000 names,
@@ -159,4 +165,64 @@ func TestRoute53ReadmeProperty(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestRoute53Watch checks the watcher at the period users get (2 s, fake time): no
+// reload while the files stay as parse read them; one when the record sets' file
+// changes; a reload that could not start (another one running) is tried again at the
+// next check; a later change of the health checks' file reloads again.
+func TestRoute53Watch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		r := &route53Config{files: route53.Files{Records: filepath.Join(dir, "r.json"), HealthChecks: filepath.Join(dir, "c.json")}}
+		for _, p := range r.files.Paths() {
+			if err := os.WriteFile(p, []byte("{}"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			r.stats = append(r.stats, statFile(p))
+		}
+		var calls, started atomic.Int32
+		var busy atomic.Bool
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			watchRoute53(ctx, r, latencyTablePeriod, func() bool {
+				calls.Add(1)
+				if busy.Load() {
+					return false
+				}
+				started.Add(1)
+				return true
+			})
+		}()
+		wait := func(d time.Duration) { time.Sleep(d); synctest.Wait() } // fake time
+		wait(3 * latencyTablePeriod)
+		if calls.Load() != 0 {
+			t.Fatalf("%d reloads with the files unchanged", calls.Load())
+		}
+		busy.Store(true)
+		if err := os.WriteFile(r.files.Records, []byte(`{"ResourceRecordSets": []}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		wait(latencyTablePeriod)
+		if calls.Load() != 1 || started.Load() != 0 {
+			t.Fatalf("after a change with a reload running: %d calls, %d started; want 1 and 0", calls.Load(), started.Load())
+		}
+		busy.Store(false)
+		wait(latencyTablePeriod)
+		wait(2 * latencyTablePeriod)
+		if calls.Load() != 2 || started.Load() != 1 {
+			t.Fatalf("after the running reload ended: %d calls, %d started; want 2 and 1 (one retry, then quiet)", calls.Load(), started.Load())
+		}
+		if err := os.WriteFile(r.files.HealthChecks, []byte(`{"HealthChecks": []}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		wait(latencyTablePeriod)
+		if started.Load() != 2 {
+			t.Fatalf("after the health checks' file changed: %d reloads started, want 2", started.Load())
+		}
+		cancel()
+		<-done
+	})
 }
