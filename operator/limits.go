@@ -1,0 +1,176 @@
+package operator
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+)
+
+// The API listener's limits. They keep a flood of connections from costing the
+// process more than a small, fixed share of its file descriptors (safe with
+// `ulimit -n 1024`), so probes and DNS keep theirs.
+const (
+	// maxConns is the most connections the API holds open at once.
+	maxConns = 128
+	// maxConnsPerClient is the most one client holds: an IPv4 address, or an IPv6 /64.
+	maxConnsPerClient = 16
+
+	readHeaderTimeout = 5 * time.Second  // a request's headers, from the first byte
+	readTimeout       = 10 * time.Second // the whole request, body included
+	writeTimeout      = 10 * time.Second // writing the response
+	idleTimeout       = 30 * time.Second // between requests on a kept-alive connection
+	maxHeaderBytes    = 8 << 10
+	maxBodyBytes      = 4 << 10 // the only body read is an override's state
+
+	// maxExpensive is how many uncached renderings and explanations run at once;
+	// expensiveWait is how long a request waits for its turn before a 503.
+	maxExpensive  = 2
+	expensiveWait = 2 * time.Second
+
+	// logEvery is the least time between two log lines of one kind of API error;
+	// the lines in between are counted and the count is logged with the next one.
+	logEvery = 10 * time.Second
+)
+
+// limitListener accepts at most max connections at once, and at most perClient
+// from one client. A connection over a limit is closed as soon as it is accepted
+// (with a reset, so it holds no descriptor and no TIME_WAIT), never queued: a
+// client that floods the API gets refused, while the ones within their limits keep
+// being served. golang.org/x/net/netutil.LimitListener only caps the total, and by
+// blocking Accept: excess connections then wait in the kernel's queue, and one
+// client can take every slot.
+type limitListener struct {
+	net.Listener
+	max, perClient int
+	logs           *rateLog
+
+	mu     sync.Mutex
+	open   int
+	client map[netip.Prefix]int
+}
+
+func newLimitListener(ln net.Listener, max, perClient int, logs *rateLog) *limitListener {
+	return &limitListener{Listener: ln, max: max, perClient: perClient, logs: logs, client: map[netip.Prefix]int{}}
+}
+
+// clientOf is the unit a per-client limit counts: the address, or its /64 for IPv6
+// (one host commonly holds a whole /64).
+func clientOf(a net.Addr) netip.Prefix {
+	ta, ok := a.(*net.TCPAddr)
+	if !ok {
+		return netip.Prefix{}
+	}
+	ip := ta.AddrPort().Addr().Unmap()
+	bits := 32
+	if ip.Is6() {
+		bits = 64
+	}
+	p, _ := ip.Prefix(bits)
+	return p
+}
+
+// Accept returns the next connection within the limits; see limitListener.
+func (l *limitListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		who := clientOf(c.RemoteAddr())
+		l.mu.Lock()
+		over := ""
+		switch {
+		case l.open >= l.max:
+			over = fmt.Sprintf("%d connections in all", l.max)
+		case l.client[who] >= l.perClient:
+			over = fmt.Sprintf("%d connections from %s", l.perClient, who)
+		default:
+			l.open++
+			l.client[who]++
+		}
+		l.mu.Unlock()
+		if over != "" {
+			if tc, ok := c.(*net.TCPConn); ok {
+				tc.SetLinger(0)
+			}
+			c.Close()
+			l.logs.Errorf("refused", "api %s: refused a connection from %s: at the limit of %s", l.Addr(), c.RemoteAddr(), over)
+			continue
+		}
+		return &limitConn{Conn: c, l: l, who: who}, nil
+	}
+}
+
+func (l *limitListener) release(who netip.Prefix) {
+	l.mu.Lock()
+	l.open--
+	if l.client[who]--; l.client[who] <= 0 {
+		delete(l.client, who)
+	}
+	l.mu.Unlock()
+}
+
+// limitConn gives its slot back when closed.
+type limitConn struct {
+	net.Conn
+	l    *limitListener
+	who  netip.Prefix
+	once sync.Once
+}
+
+func (c *limitConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() { c.l.release(c.who) })
+	return err
+}
+
+// rateLog logs errors of each kind at most once per period, so a flood of bad
+// requests or connections cannot flood the log: the lines it holds back are counted
+// and the count goes out with the next line of that kind.
+type rateLog struct {
+	period time.Duration
+	now    func() time.Time // time.Now; tests set it
+
+	mu   sync.Mutex
+	last map[string]time.Time // by kind: a fixed, small set of names
+	held map[string]int
+}
+
+func newRateLog(period time.Duration) *rateLog {
+	return &rateLog{period: period, now: time.Now, last: map[string]time.Time{}, held: map[string]int{}}
+}
+
+// Errorf logs the message unless a message of kind went out less than a period ago.
+func (r *rateLog) Errorf(kind, format string, args ...any) {
+	r.mu.Lock()
+	now := r.now()
+	if t, ok := r.last[kind]; ok && now.Sub(t) < r.period {
+		r.held[kind]++
+		r.mu.Unlock()
+		return
+	}
+	r.last[kind] = now
+	held := r.held[kind]
+	r.held[kind] = 0
+	r.mu.Unlock()
+	msg := fmt.Sprintf(format, args...)
+	if held > 0 {
+		msg += fmt.Sprintf(" (and %d more like it since the last such line)", held)
+	}
+	log.Error(msg)
+}
+
+// Write makes r the http.Server's error log: each line is an error of kind "http".
+func (r *rateLog) Write(p []byte) (int, error) {
+	r.Errorf("http", "api: %s", trimNewline(p))
+	return len(p), nil
+}
+
+func trimNewline(p []byte) string {
+	for len(p) > 0 && (p[len(p)-1] == '\n' || p[len(p)-1] == '\r') {
+		p = p[:len(p)-1]
+	}
+	return string(p)
+}
