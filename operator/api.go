@@ -33,6 +33,7 @@ type server struct {
 	srv   *http.Server
 	done  chan struct{}
 	gate  gate
+	pace  pacer
 	logs  *rateLog
 
 	mu        sync.Mutex
@@ -43,7 +44,7 @@ type server struct {
 }
 
 func newServer(op *Operator, scope, tokenFile string) *server {
-	return &server{op: op, scope: scope, tokenFile: tokenFile, gate: make(gate, maxExpensive), logs: newRateLog(logEvery)}
+	return &server{op: op, scope: scope, tokenFile: tokenFile, gate: make(gate, maxExpensive), pace: newPacer(), logs: newRateLog(logEvery)}
 }
 
 // listen listens on addr and serves until stop, within the limits of limits.go.
@@ -81,7 +82,7 @@ func (s *server) handler() http.Handler {
 	mux.HandleFunc("GET /v1/records", s.getRecords)
 	mux.HandleFunc("GET /v1/explain", s.getExplain)
 	mux.HandleFunc("POST /v1/checks/{name}/override", s.postOverride)
-	return http.MaxBytesHandler(mux, maxBodyBytes)
+	return http.MaxBytesHandler(s.pace.paced(mux), maxBodyBytes)
 }
 
 func (s *server) setTokenFile(path string) {
@@ -114,18 +115,22 @@ func apiError(w http.ResponseWriter, code int, msg string) {
 func (s *server) getChecks(w http.ResponseWriter, r *http.Request) {
 	v := s.current()
 	checks, _ := v.json()
-	writeCached(w, r, v.etag, checks)
+	s.writeCached(w, r, v.etag, checks)
 }
 
 func (s *server) getRecords(w http.ResponseWriter, r *http.Request) {
 	v := s.current()
 	_, records := v.json()
-	writeCached(w, r, v.etag, records)
+	s.writeCached(w, r, v.etag, records)
 }
 
 // writeCached writes a cached JSON body, or 304 when the client has it.
-func writeCached(w http.ResponseWriter, r *http.Request, etag string, body []byte) {
+func (s *server) writeCached(w http.ResponseWriter, r *http.Request, etag string, body []byte) {
 	if notModified(w, r, etag) {
+		return
+	}
+	if !s.pace.wait(r.Context(), bodyUnits(len(body))) {
+		busy(w, errBusy)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

@@ -20,7 +20,7 @@ import (
 // viewMaxAge bounds how old the probe counts and times in a cached view get: a view
 // is rebuilt when the state changes (a check's health, an override, the running
 // blocks) and otherwise at most this often, however many clients ask.
-const viewMaxAge = 2 * time.Second
+const viewMaxAge = 5 * time.Second
 
 // maxCachedPages bounds the renderings kept per state (pages and searches).
 const maxCachedPages = 32

@@ -1,11 +1,15 @@
 package operator
 
 import (
+	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"net/netip"
 	"sync"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 // The API listener's limits. They keep a flood of connections from costing the
@@ -28,6 +32,16 @@ const (
 	// expensiveWait is how long a request waits for its turn before a 503.
 	maxExpensive  = 2
 	expensiveWait = 2 * time.Second
+
+	// The API's share of the CPU is paced: each request costs a unit, and a response
+	// a unit more per paceUnit bytes; units are spent at paceRate a second with a
+	// burst of paceBurst. A request over the pace waits for its turn, up to paceWait,
+	// then gets a 503: so clients asking back to back slow down instead of taking
+	// the CPU from DNS.
+	paceRate  = 50
+	paceBurst = 100
+	paceUnit  = 64 << 10
+	paceWait  = 5 * time.Second
 
 	// logEvery is the least time between two log lines of one kind of API error;
 	// the lines in between are counted and the count is logged with the next one.
@@ -124,6 +138,33 @@ func (c *limitConn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(func() { c.l.release(c.who) })
 	return err
+}
+
+// pacer spends the API's units (see paceRate), shared by all its clients.
+type pacer struct{ lim *rate.Limiter }
+
+func newPacer() pacer { return pacer{rate.NewLimiter(paceRate, paceBurst)} }
+
+// wait takes n units, waiting for them up to paceWait; false: no turn (or the
+// client left).
+func (p pacer) wait(ctx context.Context, n int) bool {
+	ctx, cancel := context.WithTimeout(ctx, paceWait)
+	defer cancel()
+	return p.lim.WaitN(ctx, min(n, paceBurst)) == nil
+}
+
+// bodyUnits is what writing a body of size bytes costs beyond its request's unit.
+func bodyUnits(size int) int { return size / paceUnit }
+
+// paced lets each request in at the pace; one that finds no turn gets a 503.
+func (p pacer) paced(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !p.wait(r.Context(), 1) {
+			busy(w, errBusy)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // rateLog logs errors of each kind at most once per period, so a flood of bad

@@ -96,6 +96,9 @@ func (s *server) statusPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	page, err := v.page(r.Context(), s.gate, pq)
+	if err == nil && !s.pace.wait(r.Context(), bodyUnits(len(page))) {
+		err = errBusy
+	}
 	if err != nil {
 		busy(w, err)
 		return
