@@ -173,6 +173,7 @@ func (p pacer) paced(next http.Handler) http.Handler {
 type rateLog struct {
 	period time.Duration
 	now    func() time.Time // time.Now; tests set it
+	out    func(msg string) // the plugin's error log; tests set it
 
 	mu   sync.Mutex
 	last map[string]time.Time // by kind: a fixed, small set of names
@@ -180,7 +181,7 @@ type rateLog struct {
 }
 
 func newRateLog(period time.Duration) *rateLog {
-	return &rateLog{period: period, now: time.Now, last: map[string]time.Time{}, held: map[string]int{}}
+	return &rateLog{period: period, now: time.Now, out: func(msg string) { log.Error(msg) }, last: map[string]time.Time{}, held: map[string]int{}}
 }
 
 // Errorf logs the message unless a message of kind went out less than a period ago.
@@ -200,7 +201,7 @@ func (r *rateLog) Errorf(kind, format string, args ...any) {
 	if held > 0 {
 		msg += fmt.Sprintf(" (and %d more like it since the last such line)", held)
 	}
-	log.Error(msg)
+	r.out(msg)
 }
 
 // Write makes r the http.Server's error log: each line is an error of kind "http".

@@ -1,0 +1,129 @@
+package operator
+
+import (
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestLimitListener: over the per-client limit a connection is closed at once while
+// the client's others stay open; closing one frees its slot; over the total limit
+// every client is refused.
+func TestLimitListener(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := newLimitListener(inner, 3, 2, newRateLog(time.Hour))
+	defer l.Close()
+	accepted := make(chan net.Conn, 10)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				close(accepted)
+				return
+			}
+			accepted <- c
+		}
+	}()
+	dial := func(src string) net.Conn {
+		t.Helper()
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}
+		c, err := d.Dial("tcp", inner.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	// refused reports whether the listener closed c: a read ends at once with an
+	// error other than a timeout (the deadline only bounds the test).
+	refused := func(c net.Conn) bool {
+		c.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+		_, err := c.Read(make([]byte, 1))
+		var ne net.Error
+		return err != nil && !(errors.As(err, &ne) && ne.Timeout())
+	}
+	a1, a2 := dial("127.0.0.2"), dial("127.0.0.2")
+	s1, s2 := <-accepted, <-accepted
+	if a3 := dial("127.0.0.2"); !refused(a3) {
+		t.Error("a third connection from one client was not refused (limit 2)")
+	}
+	if refused(a1) || refused(a2) {
+		t.Error("the client's first two connections were closed")
+	}
+	s1.Close() // frees a slot of 127.0.0.2
+	dial("127.0.0.2")
+	<-accepted
+	dial("127.0.0.3") // the third in all
+	s4 := <-accepted
+	if c := dial("127.0.0.4"); !refused(c) {
+		t.Error("a fourth connection in all was not refused (limit 3)")
+	}
+	s4.Close()
+	s4.Close() // a second close frees nothing more
+	dial("127.0.0.4")
+	<-accepted
+	if c := dial("127.0.0.5"); !refused(c) {
+		t.Error("after a double close, one slot was freed twice")
+	}
+	_ = s2
+}
+
+func TestClientOf(t *testing.T) {
+	for in, want := range map[string]string{
+		"192.0.2.7:80":                "192.0.2.7/32",
+		"[::ffff:192.0.2.7]:80":       "192.0.2.7/32",
+		"[2001:db8:1:2:3:4:5:6]:80":   "2001:db8:1:2::/64",
+		"[2001:db8:1:2:ffff::1]:8053": "2001:db8:1:2::/64",
+	} {
+		a, err := net.ResolveTCPAddr("tcp", in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := clientOf(a).String(); got != want {
+			t.Errorf("clientOf(%s) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+// TestRateLog: one line per kind per period; what was held back is counted in the
+// next line.
+func TestRateLog(t *testing.T) {
+	var out strings.Builder
+	now := time.Unix(0, 0)
+	r := newRateLog(10 * time.Second)
+	r.now = func() time.Time { return now }
+	r.out = func(msg string) { out.WriteString(msg + "\n") }
+	for range 1000 {
+		r.Errorf("refused", "refused %d", 1)
+	}
+	r.Errorf("http", "other kind")
+	now = now.Add(10 * time.Second)
+	r.Errorf("refused", "refused %d", 2)
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 3 || !strings.Contains(lines[0], "refused 1") || !strings.Contains(lines[1], "other kind") ||
+		!strings.Contains(lines[2], "refused 2 (and 999 more like it") {
+		t.Errorf("log:\n%s", out.String())
+	}
+}
+
+// TestNotModified: a matching If-None-Match, weak or strong or in a list, gets 304.
+func TestNotModified(t *testing.T) {
+	for inm, want := range map[string]bool{`W/"a1"`: true, `"a1"`: true, `"x", W/"a1"`: true, `*`: true,
+		`W/"a2"`: false, ``: false} {
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		if inm != "" {
+			r.Header.Set("If-None-Match", inm)
+		}
+		w := httptest.NewRecorder()
+		if got := notModified(w, r, `W/"a1"`); got != want || (got && w.Code != http.StatusNotModified) || w.Header().Get("ETag") != `W/"a1"` {
+			t.Errorf("If-None-Match %q: %t %d, want %t", inm, got, w.Code, want)
+		}
+	}
+}
