@@ -80,8 +80,19 @@ type Config struct {
 	Records      []*RecordSet            // in Corefile order
 	MaxInFlight  int
 	Fleet        *fleetConfig // nil: this instance judges alone
+	SOA          SOAConfig    // the zones' SOA fields
+	NS           []string     // the zones' apex NS names, normalized; nil: no apex NS
 
-	members int // how many members Records hold; Member.idx counts up to it
+	members int  // how many members Records hold; Member.idx counts up to it
+	soaSet  bool // the soa property set the serial and timers
+	nsPos   pos  // where ns was given
+}
+
+// SOAConfig is the `soa MNAME RNAME [SERIAL REFRESH RETRY EXPIRE MINIMUM]` property,
+// with defaults filled in by parse.
+type SOAConfig struct {
+	Mname, Rname                            string // "" for MNAME: the first ns, else the zone
+	Serial, Refresh, Retry, Expire, Minimum uint32
 }
 
 // APIConfig is the `api ADDRESS [{ token_file FILE }]` property.

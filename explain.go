@@ -2,6 +2,7 @@ package healthroute
 
 import (
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 
@@ -15,7 +16,9 @@ import (
 func (r *Resolver) Explain(q Query) (Answer, *view.Trace) {
 	tr := &view.Trace{}
 	q.trace = tr
-	return r.resolve(&q), tr
+	ans := r.resolve(&q)
+	tr.NextPlugin = ans.Pass && r.plan.fall.Through(q.Name)
+	return ans, tr
 }
 
 // explain records the decision at node n; chosen is the member picked (-1: a
@@ -26,6 +29,10 @@ func (r *Resolver) explain(t *table, n *node, q *Query, chosen int32) {
 		Record: n.set.Name, Type: dns.TypeToString[n.qtype], Policy: n.set.Policy.String(),
 		ClientDependent: n.dynOrder || n.dynHealth,
 	}
+	if step.ClientDependent {
+		step.Scope = r.nodeScope(n, q)
+	}
+	step.ScopeReason = r.scopeReason(n, q, step.Scope)
 	anyOK, applicable := false, false
 	for i := range n.members {
 		mn := &n.members[i]
@@ -124,4 +131,36 @@ func policyKey(m *Member, p Policy) string {
 		return "value"
 	}
 	return ""
+}
+
+// scopeReason says why node n asks for ECS scope s for q; it follows nodeScope's cases.
+func (r *Resolver) scopeReason(n *node, q *Query, s uint8) string {
+	src := uint8(q.Client.Bits())
+	block := netip.PrefixFrom(q.Client.Addr(), int(s)).Masked()
+	for _, c := range n.healthKids {
+		if s > 0 && r.nodeScope(c, q) == s {
+			return fmt.Sprintf("/%d: evaluate_target_health into %s, whose health depends on the client", s, c.set.Name)
+		}
+	}
+	switch {
+	case !(n.dynOrder || n.dynHealth):
+		return "not client-dependent: the same choice for every client"
+	case n.set.Policy == IPBased && s > src:
+		return fmt.Sprintf("/%d: a block that long lies inside the client's /%d and may answer differently (RFC 7871 7.2.1)", s, src)
+	case n.set.Policy == IPBased && s > 0:
+		return fmt.Sprintf("/%d: every address in %s matches the same block", s, block)
+	case n.set.Policy == IPBased:
+		return "no block of the client's address family: the default for every client"
+	case n.set.Policy == Latency && n.byLoc:
+		return fmt.Sprintf("/%d: the client's geoip coordinates rank the regions", s)
+	case n.set.Policy == Latency && s > 0:
+		return fmt.Sprintf("/%d: every address in %s has the same latency_table row", s, block)
+	case n.set.Policy == Latency:
+		return "no latency_table row and no region coordinates: listed order, the same for every client"
+	case n.byLoc:
+		return fmt.Sprintf("/%d: the client's geoip location", s)
+	case n.set.Policy == Geolocation:
+		return "only a default record: the same for every client"
+	}
+	return "the same choice for every client"
 }

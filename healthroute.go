@@ -59,6 +59,17 @@ func (h *HealthRoute) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns
 	if zone == "" {
 		return plugin.NextOrFailure(h.Name(), h.Next, ctx, w, r)
 	}
+	// Only queries are ours: NOTIFY, UPDATE and zone transfers go to the next plugin
+	// (a transfer plugin, say); without one the server answers as stock CoreDNS does.
+	if qt := state.QType(); r.Opcode != dns.OpcodeQuery || qt == dns.TypeAXFR || qt == dns.TypeIXFR {
+		if h.Next != nil {
+			return plugin.NextOrFailure(h.Name(), h.Next, ctx, w, r)
+		}
+		if r.Opcode != dns.OpcodeQuery {
+			return dns.RcodeNotImplemented, nil
+		}
+		return dns.RcodeRefused, nil
+	}
 	cl, ecs, ok := client(w, r)
 	if !ok {
 		return dns.RcodeFormatError, nil // nothing written: the server answers FORMERR
@@ -68,23 +79,48 @@ func (h *HealthRoute) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns
 		q.Loc = location(ctx)
 	}
 	ans := h.resolver.Resolve(q) // lock-free
-	if ans.Rcode == dns.RcodeNameError && h.cfg.Fall.Through(state.Name()) {
+	if ans.Pass && h.cfg.Fall.Through(state.Name()) {
+		// Overlay: only the names and types of the block's records are its own;
+		// the next plugin serves the rest of the zone, its apex included.
+		if ans.Rcode == dns.RcodeSuccess {
+			w = existsWriter{w} // the name is the block's: never NXDOMAIN
+		}
 		return plugin.NextOrFailure(h.Name(), h.Next, ctx, w, r)
 	}
 	m := new(dns.Msg)
 	m.SetReply(r)
-	m.Authoritative, m.Rcode, m.Answer, m.Ns = true, ans.Rcode, ans.RRs, ans.Ns // shared, read-only
+	m.Authoritative, m.Rcode, m.Answer, m.Ns, m.Extra = true, ans.Rcode, ans.RRs, ans.Ns, ans.Extra // shared, read-only
 	if ecs != nil {
-		scope := uint8(0)
-		if ans.Scope > 0 {
-			scope = ecs.SourceNetmask // the source prefix, in the option's own family
+		scope := ans.Scope
+		if ecs.Family == 2 && cl.Addr().Is4() && scope > 0 {
+			scope += 96 // an IPv4 client written as ::ffff:a.b.c.d
 		}
 		echoECS(m, r, ecs, scope)
 	}
+	h.count(metrics.WithServer(ctx), &ans) // before the client has the answer, so a scrape after it sees the count
 	w.WriteMsg(m)
-	h.count(metrics.WithServer(ctx), &ans)
 	return dns.RcodeSuccess, nil
 }
+
+// existsWriter passes the next plugin's answer for a name the block has records at (or
+// below) on, with NXDOMAIN turned into NODATA: a zone file that lacks the name must not
+// deny the block's own records to resolvers that trust NXDOMAIN for the whole name
+// (RFC 8020).
+type existsWriter struct{ dns.ResponseWriter }
+
+func (w existsWriter) WriteMsg(m *dns.Msg) error {
+	if m.Rcode == dns.RcodeNameError {
+		c := *m
+		c.Rcode = dns.RcodeSuccess
+		m = &c
+	}
+	return w.ResponseWriter.WriteMsg(m)
+}
+
+// CacheBypassZones tells CoreDNS's cache plugin in the same server block to pass
+// queries for the block's zones through: answers depend on the client and on health,
+// and the cache keys by name and type only.
+func (h *HealthRoute) CacheBypassZones() []string { return h.cfg.Zones }
 
 // client returns where the query comes from: the EDNS Client Subnet prefix when the
 // query has one (docs/routing.md#ecs), else the source address. ok is false for an ECS

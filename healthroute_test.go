@@ -35,9 +35,9 @@ func TestServeDNS(t *testing.T) {
 	tests := []test.Case{
 		{Qname: "www.example.org.", Qtype: dns.TypeA, Answer: []dns.RR{test.A("www.example.org. 30 IN A 192.0.2.1")}},
 		{Qname: "WWW.Example.ORG.", Qtype: dns.TypeA, Answer: []dns.RR{test.A("www.example.org. 30 IN A 192.0.2.1")}},
-		{Qname: "www.example.org.", Qtype: dns.TypeAAAA, Ns: []dns.RR{test.SOA("example.org. 30 IN SOA ns.dns.example.org. hostmaster.example.org. 1 7200 1800 86400 30")}},
+		{Qname: "www.example.org.", Qtype: dns.TypeAAAA, Ns: []dns.RR{test.SOA("example.org. 30 IN SOA example.org. hostmaster.example.org. 1 7200 1800 1209600 30")}},
 		{Qname: "nope.example.org.", Qtype: dns.TypeA, Rcode: dns.RcodeNameError,
-			Ns: []dns.RR{test.SOA("example.org. 30 IN SOA ns.dns.example.org. hostmaster.example.org. 1 7200 1800 86400 30")}},
+			Ns: []dns.RR{test.SOA("example.org. 30 IN SOA example.org. hostmaster.example.org. 1 7200 1800 1209600 30")}},
 		{Qname: "net.example.org.", Qtype: dns.TypeA, Answer: []dns.RR{test.A("net.example.org. 30 IN A 192.0.2.12")}}, // source 10.240.0.1: default
 	}
 	for _, tc := range tests {
@@ -76,8 +76,8 @@ func TestServeDNSClientSubnet(t *testing.T) {
 		wantScope int // -1: no ECS option expected
 	}{
 		{"ECS v4 /24 in a block", ecsQuery("net.example.org.", 1, net.ParseIP("192.0.2.77").To4(), 24, 0), dns.RcodeSuccess, "192.0.2.10", 24},
-		{"ECS v6 /56 in a block", ecsQuery("net.example.org.", 2, net.ParseIP("2001:db8:1::"), 56, 0), dns.RcodeSuccess, "192.0.2.11", 56},
-		{"ECS v4 /16: too short for the /24 block", ecsQuery("net.example.org.", 1, net.ParseIP("192.0.0.0").To4(), 16, 0), dns.RcodeSuccess, "192.0.2.12", 16},
+		{"ECS v6 /56 in a block", ecsQuery("net.example.org.", 2, net.ParseIP("2001:db8:1::"), 56, 0), dns.RcodeSuccess, "192.0.2.11", 32},                      // the whole /32 block answers alike
+		{"ECS v4 /16: too short for the /24 block", ecsQuery("net.example.org.", 1, net.ParseIP("192.0.0.0").To4(), 16, 0), dns.RcodeSuccess, "192.0.2.12", 24}, // RFC 7871 7.2.1: longer than the source
 		{"ECS IPv4-mapped in family 2", ecsQuery("net.example.org.", 2, net.ParseIP("::ffff:192.0.2.77"), 120, 0), dns.RcodeSuccess, "192.0.2.10", 120},
 		{"weighted answer: scope 0", ecsQuery("www.example.org.", 1, net.ParseIP("192.0.2.77").To4(), 24, 0), dns.RcodeSuccess, "192.0.2.1", 0},
 		{"scope set in a query: FORMERR", ecsQuery("net.example.org.", 1, net.ParseIP("192.0.2.0").To4(), 24, 8), dns.RcodeFormatError, "", -1},

@@ -198,3 +198,30 @@ func (r *Resolver) weighted(t *table, n *node, q *Query) int32 {
 	}
 	return r.pick(&t.st[n.id]) // the last resort, prepared at compile
 }
+
+// nodeScope is the ECS scope of the choice at client-dependent node n for q (RFC
+// 7871 section 7.2.1): the longest prefix of the client's address that could change
+// it, in the client's family; 0 when no client could get another answer.
+// scopeReason (explain) says why, and follows the same cases.
+func (r *Resolver) nodeScope(n *node, q *Query) uint8 {
+	var s uint8
+	switch n.set.Policy {
+	case IPBased:
+		s = n.ip.scope(q.Client)
+	case Latency:
+		if lat := r.latency.Load(); lat != nil {
+			s = lat.rows.scope(q.Client)
+		}
+		if n.byLoc {
+			s = max(s, uint8(q.Client.Bits()))
+		}
+	case Geolocation, Geoproximity:
+		if n.byLoc {
+			s = uint8(q.Client.Bits())
+		}
+	}
+	for _, c := range n.healthKids { // evaluate target health into client-dependent targets
+		s = max(s, r.nodeScope(c, q))
+	}
+	return s
+}

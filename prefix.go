@@ -14,6 +14,8 @@ type prefixIndex[V any] struct {
 	m     map[netip.Prefix]V
 	lens4 []int // distinct IPv4 lengths, longest first
 	lens6 []int
+	t4    scopeTrie // the same prefixes as tries, for ECS scopes
+	t6    scopeTrie
 }
 
 // add stores v under p (masked); a later add of the same prefix replaces it and
@@ -25,9 +27,12 @@ func (x *prefixIndex[V]) add(p netip.Prefix, v V) bool {
 	p = p.Masked()
 	_, dup := x.m[p]
 	x.m[p] = v
-	lens := &x.lens6
+	lens, t := &x.lens6, &x.t6
 	if p.Addr().Is4() {
-		lens = &x.lens4
+		lens, t = &x.lens4, &x.t4
+	}
+	if !dup {
+		t.insert(p)
 	}
 	if !slices.Contains(*lens, p.Bits()) {
 		*lens = append(*lens, p.Bits())
@@ -59,6 +64,18 @@ func (x *prefixIndex[V]) lookup(client netip.Prefix) (v V, ok bool) {
 		}
 	}
 	return v, false
+}
+
+// scope returns the ECS scope of a lookup for client: the prefix length within
+// which every address finds the same stored prefix (see scopeTrie.scope).
+func (x *prefixIndex[V]) scope(client netip.Prefix) uint8 {
+	if !client.IsValid() {
+		return 0
+	}
+	if client.Addr().Is4() {
+		return x.t4.scope(client)
+	}
+	return x.t6.scope(client)
 }
 
 // len returns the number of stored prefixes.

@@ -3,6 +3,7 @@ package healthroute
 import (
 	"os"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/coredns/caddy"
@@ -18,14 +19,14 @@ func TestReadmeExamples(t *testing.T) {
 	if len(blocks) == 0 {
 		t.Fatal("README.md has no corefile examples")
 	}
-	inner := regexp.MustCompile(`(?s)\n\s*(healthroute.*\n\s*})\s*\n}\s*$`)
+	inner := regexp.MustCompile(`(?s)\n    (healthroute .*?\n    })\n`)
 	for i, blk := range blocks {
 		m := inner.FindSubmatch(blk[1])
 		if m == nil {
 			t.Fatalf("example %d: no healthroute block found", i)
 		}
 		c := caddy.NewTestController("dns", string(m[1]))
-		c.ServerBlockKeys = []string{"example.org."}
+		c.ServerBlockKeys = []string{strings.Fields(string(blk[1]))[0]} // the server block's zone
 		if _, err := parse(c); err != nil {
 			t.Errorf("example %d: %v", i, err)
 		}
@@ -39,7 +40,7 @@ func TestCorefileExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`(?s)\n\s*(healthroute \{.*\n    \})\n`).FindSubmatch(b)
+	m := regexp.MustCompile(`(?s)\n\s*(healthroute \{.*?\n    \})\n`).FindSubmatch(b)
 	if m == nil {
 		t.Fatal("Corefile.example has no healthroute block")
 	}

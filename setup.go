@@ -66,6 +66,14 @@ func parse(c *caddy.Controller) (*Config, error) {
 			cfg.TTL = uint32(n)
 		case "fallthrough":
 			cfg.Fall.SetZonesFromArgs(c.RemainingArgs())
+		case "soa":
+			if err := parseSOA(c, cfg); err != nil {
+				return nil, err
+			}
+		case "ns":
+			if err := parseNS(c, cfg); err != nil {
+				return nil, err
+			}
 		case "max_probes":
 			args := c.RemainingArgs()
 			if len(args) != 1 {
@@ -131,6 +139,9 @@ func parse(c *caddy.Controller) (*Config, error) {
 		s.Seal()
 	}
 	if err := validate(cfg); err != nil {
+		return nil, err
+	}
+	if err := authorityDefaults(cfg, time.Now()); err != nil {
 		return nil, err
 	}
 	if cfg.LatencyTable != "" {

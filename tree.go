@@ -3,6 +3,7 @@ package healthroute
 import (
 	"math/rand/v2"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/pkg/dnsutil"
+	"github.com/coredns/coredns/plugin/pkg/fall"
 	"github.com/miekg/dns"
 
 	"github.com/healthroute/healthroute/health"
@@ -36,8 +38,10 @@ type node struct {
 	// client (geolocation and ip groups, and groups that evaluate target health into
 	// them; docs/routing.md#evaluate-target-health). Static nodes are decided entirely at compile.
 	dynOrder, dynHealth bool
-	ip                  prefixIndex[int32] // ip: block -> member index
-	ipDefault           int32              // ip and geolocation: the default member, -1 for none
+	byLoc               bool                // the client's geoip location can change the choice
+	healthKids          []*node             // evaluate target health into client-dependent health: their scope counts
+	ip                  *prefixIndex[int32] // ip: block -> member index; nil for other policies
+	ipDefault           int32               // ip and geolocation: the default member, -1 for none
 }
 
 // mnode is a member of a node: a leaf with prebuilt RRs, or an alias to a child node.
@@ -59,10 +63,13 @@ type entry struct {
 type plan struct {
 	ttl    uint32
 	zones  []string
-	names  map[string]*entry // exact owners
-	wild   map[string]*entry // wildcard owners, keyed by the parent of "*."
-	exists map[string]bool   // every owner and empty non-terminal
-	soa    map[string][]dns.RR
+	names  map[string]*entry   // exact owners
+	wild   map[string]*entry   // wildcard owners, keyed by the parent of "*."
+	exists map[string]bool     // every owner and empty non-terminal
+	soa    map[string][]dns.RR // by zone: the apex SOA answer
+	neg    map[string][]dns.RR // by zone: the SOA of negative answers (RFC 2308 TTL)
+	ns     map[string][]dns.RR // by zone: the apex NS answer; nil without `ns`
+	fall   fall.F              // names the next plugin may answer
 	nodes  []*node
 	checks []*health.Spec // every check the records use, children included
 
@@ -95,7 +102,8 @@ func regionIDs(cfg *Config) map[string]int {
 
 func newPlan(cfg *Config) *plan {
 	p := &plan{ttl: cfg.TTL, zones: cfg.Zones, names: map[string]*entry{}, wild: map[string]*entry{},
-		exists: map[string]bool{}, soa: map[string][]dns.RR{}, regionIDs: regionIDs(cfg)}
+		exists: map[string]bool{}, soa: map[string][]dns.RR{}, neg: map[string][]dns.RR{}, ns: map[string][]dns.RR{},
+		fall: cfg.Fall, regionIDs: regionIDs(cfg)}
 	p.regions = make([]Region, len(p.regionIDs))
 	p.hasCoords = make([]bool, len(p.regionIDs))
 	for n, id := range p.regionIDs {
@@ -107,7 +115,14 @@ func newPlan(cfg *Config) *plan {
 		sets[rs.Name] = rs
 	}
 	for _, z := range cfg.Zones {
-		p.soa[z] = []dns.RR{soa(z, cfg.TTL)}
+		rr := soa(z, cfg.TTL, &cfg.SOA, cfg.NS)
+		p.soa[z] = []dns.RR{rr}
+		neg := dns.Copy(rr).(*dns.SOA)
+		neg.Hdr.Ttl = min(neg.Hdr.Ttl, neg.Minttl) // RFC 2308 section 3: the negative TTL
+		p.neg[z] = []dns.RR{neg}
+		for _, n := range cfg.NS {
+			p.ns[z] = append(p.ns[z], &dns.NS{Hdr: dns.RR_Header{Name: z, Rrtype: dns.TypeNS, Class: dns.ClassINET, Ttl: cfg.TTL}, Ns: n})
+		}
 	}
 	for _, rs := range cfg.Records {
 		memo := map[memoKey]*node{}
@@ -163,6 +178,9 @@ func (p *plan) build(owner string, rs *RecordSet, qtype uint16, sets map[string]
 		return n
 	}
 	n := &node{set: rs, qtype: qtype, ipDefault: -1}
+	if rs.Policy == IPBased {
+		n.ip = &prefixIndex[int32]{}
+	}
 	switch rs.Policy {
 	case Latency, Geoproximity:
 		n.dynOrder = true
@@ -179,6 +197,9 @@ func (p *plan) build(owner string, rs *RecordSet, qtype uint16, sets map[string]
 			}
 			mn = mnode{m: m, child: child}
 			n.dynHealth = n.dynHealth || (m.ETH && child.dynHealth)
+			if m.ETH && child.dynHealth && !slices.Contains(n.healthKids, child) {
+				n.healthKids = append(n.healthKids, child)
+			}
 		case m.Kind.qtype() == qtype:
 			mn = mnode{m: m, rrs: leafRRs(owner, m, p.ttl)}
 			mn.rots = rotations(mn.rrs)
@@ -202,13 +223,18 @@ func (p *plan) build(owner string, rs *RecordSet, qtype uint16, sets map[string]
 		return nil
 	}
 	switch rs.Policy {
-	case Geolocation, Geoproximity:
-		p.needsLoc = true
+	case Geoproximity:
+		n.byLoc = true
+	case Geolocation: // a default alone applies to every client
+		for _, mn := range n.members {
+			n.byLoc = n.byLoc || !mn.m.Default
+		}
 	case Latency: // the client's coordinates matter only if a region has some
 		for _, mn := range n.members {
-			p.needsLoc = p.needsLoc || p.hasCoords[mn.region]
+			n.byLoc = n.byLoc || p.hasCoords[mn.region]
 		}
 	}
+	p.needsLoc = p.needsLoc || n.byLoc || rs.Policy == Geolocation
 	n.id = len(p.nodes)
 	p.nodes = append(p.nodes, n)
 	memo[key] = n
@@ -250,17 +276,24 @@ func rotations(rrs []dns.RR) [][]dns.RR {
 	return out
 }
 
-// soa synthesizes the zone's SOA record, used in negative answers.
-func soa(zone string, ttl uint32) dns.RR {
+// soa builds the zone's SOA record from the `soa` property; an unset MNAME is the
+// first `ns` name, else the zone itself, and an unset RNAME hostmaster.<zone>.
+func soa(zone string, ttl uint32, c *SOAConfig, ns []string) dns.RR {
+	mname, rname := c.Mname, c.Rname
+	switch {
+	case mname != "":
+	case len(ns) > 0:
+		mname = ns[0]
+	default:
+		mname = zone
+	}
+	if rname == "" {
+		rname = dnsutil.Join("hostmaster", zone)
+	}
 	return &dns.SOA{
-		Hdr:     dns.RR_Header{Name: zone, Rrtype: dns.TypeSOA, Class: dns.ClassINET, Ttl: ttl},
-		Ns:      dnsutil.Join("ns.dns", zone),
-		Mbox:    dnsutil.Join("hostmaster", zone),
-		Serial:  1,
-		Refresh: 7200,
-		Retry:   1800,
-		Expire:  86400,
-		Minttl:  ttl,
+		Hdr: dns.RR_Header{Name: zone, Rrtype: dns.TypeSOA, Class: dns.ClassINET, Ttl: ttl},
+		Ns:  mname, Mbox: rname, Serial: c.Serial,
+		Refresh: c.Refresh, Retry: c.Retry, Expire: c.Expire, Minttl: c.Minimum,
 	}
 }
 
@@ -436,12 +469,17 @@ type Answer struct {
 	Rcode int
 	RRs   []dns.RR
 	Ns    []dns.RR
-	Scope uint8 // ECS scope prefix length: 0 when the answer does not depend on the client
+	Extra []dns.RR // apex NS: the addresses of in-zone name servers
+	Scope uint8    // ECS scope prefix length in the client's family: 0 when the answer does not depend on the client
 	Zone  string
+	// Pass: no record of the block answered (the apex SOA and NS, a type or name it
+	// does not define); with fallthrough the next plugin answers instead.
+	Pass bool
 
 	leafSet   *RecordSet // the record set the answer came from (metrics)
 	leaf      *Member    // and its member; nil for a multivalue set
 	resortSet *RecordSet // the deepest record set that answered in its last resort, if any
+	chase     bool       // step: a CNAME that chase follows
 }
 
 // Resolver answers queries from the latest compiled table. It is safe for concurrent
@@ -543,13 +581,31 @@ func (r *Resolver) resolve(q *Query) Answer {
 	if zone == "" {
 		return Answer{Rcode: dns.RcodeRefused}
 	}
-	neg := Answer{Rcode: dns.RcodeSuccess, Ns: p.soa[zone], Zone: zone}
-	if q.Name == zone && q.Type == dns.TypeSOA {
-		return Answer{Rcode: dns.RcodeSuccess, RRs: neg.Ns, Zone: zone}
+	if q.Name == zone {
+		switch q.Type {
+		case dns.TypeSOA:
+			return Answer{Rcode: dns.RcodeSuccess, RRs: p.soa[zone], Zone: zone, Pass: true}
+		case dns.TypeNS:
+			if ns := p.ns[zone]; ns != nil {
+				return Answer{Rcode: dns.RcodeSuccess, RRs: ns, Extra: r.glue(q, ns), Zone: zone, Pass: true}
+			}
+		}
 	}
-	e := p.lookup(q.Name, zone)
+	ans := r.step(t, q, q.Name, zone)
+	if ans.chase {
+		r.chase(t, q, &ans)
+	}
+	return ans
+}
+
+// step answers name (q.Name or a CNAME target) from t without following a CNAME;
+// ans.chase reports that the answer is a CNAME to follow.
+func (r *Resolver) step(t *table, q *Query, name, zone string) Answer {
+	p := t.plan
+	neg := Answer{Rcode: dns.RcodeSuccess, Ns: p.neg[zone], Zone: zone, Pass: true}
+	e := p.lookup(name, zone)
 	if e == nil {
-		if !p.exists[q.Name] && q.Name != zone {
+		if !p.exists[name] && name != zone {
 			neg.Rcode = dns.RcodeNameError
 		}
 		return neg
@@ -567,17 +623,79 @@ func (r *Resolver) resolve(q *Query) Answer {
 		return neg // NODATA
 	}
 	ans := Answer{Rcode: dns.RcodeSuccess, Zone: zone}
-	var dyn bool
-	ans.RRs, dyn = r.walk(t, n, q, &ans)
-	ans.Scope = scope(dyn, q)
+	ans.RRs, ans.Scope = r.walk(t, n, q, &ans)
 	if len(ans.RRs) == 0 {
-		neg.Scope = ans.Scope
+		neg.Scope, neg.Pass = ans.Scope, false
 		return neg // a client-dependent group with no record for this client
 	}
 	if e.wild {
-		ans.RRs = rename(ans.RRs, q.Name)
+		ans.RRs = rename(ans.RRs, name)
 	}
+	ans.chase = n == e.cname && q.Type != dns.TypeCNAME
 	return ans
+}
+
+// maxChase is how many CNAMEs a chase follows after the first, as CoreDNS's file
+// plugin does; a longer chain is answered as far as it got.
+const maxChase = 8
+
+// chase follows the CNAME that ans holds through the block's own names, as CoreDNS's
+// file plugin does: each target is answered by its own record for the same client,
+// and the answer's scope is the largest of any step. It stops at a target outside
+// the block's zones or one the next plugin serves (the client's resolver follows
+// it), at a name already in the chain (a loop), and after maxChase steps.
+func (r *Resolver) chase(t *table, q *Query, ans *Answer) {
+	p := t.plan
+	chain := append(make([]dns.RR, 0, len(ans.RRs)+2), ans.RRs...)
+	ans.chase = false
+	for range maxChase {
+		target := chain[len(chain)-1].(*dns.CNAME).Target
+		zone := matchZone(p.zones, target)
+		if zone == "" || inChain(chain, target) {
+			break
+		}
+		next := r.step(t, q, target, zone)
+		if next.Pass && p.fall.Through(target) {
+			break // the next plugin's name: the client's resolver asks for it
+		}
+		chain = append(chain, next.RRs...)
+		ans.Scope = max(ans.Scope, next.Scope)
+		ans.Rcode, ans.Ns = next.Rcode, next.Ns // Zone stays the question's (metrics)
+		if !next.chase {
+			break
+		}
+	}
+	ans.RRs = chain
+}
+
+// inChain reports whether name owns a record of chain.
+func inChain(chain []dns.RR, name string) bool {
+	for _, rr := range chain {
+		if strings.EqualFold(rr.Header().Name, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// glue returns the A and AAAA answers, for q's client, of the in-zone name servers
+// in ns.
+func (r *Resolver) glue(q *Query, ns []dns.RR) []dns.RR {
+	var out []dns.RR
+	for _, rr := range ns {
+		name := rr.(*dns.NS).Ns
+		for _, qt := range [...]uint16{dns.TypeA, dns.TypeAAAA} {
+			sub := Query{Name: name, Type: qt, Client: q.Client, Loc: q.Loc}
+			if a := r.resolve(&sub); !a.Pass && a.Rcode == dns.RcodeSuccess {
+				for _, x := range a.RRs {
+					if x.Header().Rrtype == qt {
+						out = append(out, x)
+					}
+				}
+			}
+		}
+	}
+	return out
 }
 
 // matchZone returns the longest of zones that contains name ("" for none). Unlike
@@ -624,24 +742,16 @@ func (p *plan) lookup(name, zone string) *entry {
 	return nil
 }
 
-// scope is the ECS scope prefix length of an answer (RFC 7871; docs/routing.md#ecs).
-func scope(dyn bool, q *Query) uint8 {
-	if !dyn {
-		return 0
-	}
-	return uint8(q.Client.Bits())
-}
-
 // walk descends from n to a leaf: static nodes by their precomputed choice, client
-// dependent ones by ranking for q. dyn reports whether the client mattered.
-func (r *Resolver) walk(t *table, n *node, q *Query, ans *Answer) (rrs []dns.RR, dyn bool) {
+// dependent ones by ranking for q. scope is the ECS scope of the choices made.
+func (r *Resolver) walk(t *table, n *node, q *Query, ans *Answer) (rrs []dns.RR, scope uint8) {
 	for {
 		st := &t.st[n.id]
 		ans.leafSet = n.set
 		var i int32
 		switch {
 		case n.dynOrder || n.dynHealth:
-			dyn = true
+			scope = max(scope, r.nodeScope(n, q))
 			if i = r.pickForClient(t, n, q); i >= 0 && !r.memberOK(t, n, i, q) {
 				ans.resortSet = n.set // chose an unhealthy member: no healthy one applied
 			}
@@ -649,7 +759,7 @@ func (r *Resolver) walk(t *table, n *node, q *Query, ans *Answer) (rrs []dns.RR,
 				if q.trace != nil {
 					r.explain(t, n, q, -1)
 				}
-				return nil, true // no record applies to this client: NODATA
+				return nil, scope // no record applies to this client: NODATA
 			}
 		case st.mode == pickSet:
 			if st.failOpen {
@@ -660,7 +770,7 @@ func (r *Resolver) walk(t *table, n *node, q *Query, ans *Answer) (rrs []dns.RR,
 			if q.trace != nil {
 				r.explain(t, n, q, -1)
 			}
-			return rrs, dyn
+			return rrs, scope
 		default:
 			if st.failOpen {
 				ans.resortSet = n.set
@@ -674,9 +784,9 @@ func (r *Resolver) walk(t *table, n *node, q *Query, ans *Answer) (rrs []dns.RR,
 		if mn.child == nil {
 			ans.leaf = mn.m
 			if mn.rots != nil {
-				return mn.rots[r.rand(uint64(len(mn.rots)))], dyn
+				return mn.rots[r.rand(uint64(len(mn.rots)))], scope
 			}
-			return mn.rrs, dyn
+			return mn.rrs, scope
 		}
 		n = mn.child
 	}

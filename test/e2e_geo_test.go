@@ -110,8 +110,8 @@ func TestEndToEndClientAware(t *testing.T) {
 		{"geoproximity: nearest to Cambridge", "prox.example.org.", "81.2.69.142/32", "203.0.113.2", 32},
 		{"geoproximity: unknown location -> first listed", "prox.example.org.", "198.51.100.7/32", "203.0.113.1", 32},
 		{"ip: ECS /24 matches", "ip.example.org.", "81.2.69.0/24", "192.0.2.50", 24},
-		{"ip: ECS /16 is too short for a /24 block", "ip.example.org.", "81.2.0.0/16", "192.0.2.59", 16},
-		{"ip: IPv6 ECS -> default", "ip.example.org.", "2001:db8::/56", "192.0.2.59", 56},
+		{"ip: ECS /16 is too short for a /24 block", "ip.example.org.", "81.2.0.0/16", "192.0.2.59", 24}, // RFC 7871 7.2.1: the /24 inside decides
+		{"ip: IPv6 ECS -> default", "ip.example.org.", "2001:db8::/56", "192.0.2.59", 0},                 // no IPv6 block: the default for every IPv6 client
 		{"weighted: scope 0", "www.example.org.", "81.2.69.0/24", "192.0.2.100", 0},
 	}
 	for _, tc := range tests {

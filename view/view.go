@@ -106,17 +106,25 @@ type Explanation struct {
 // walk that answers DNS queries, so an explanation cannot disagree with an answer.
 type Trace struct {
 	Steps []Step `json:"steps"`
+	// NextPlugin: no record of the block answers this name and type, and with
+	// fallthrough the next plugin in the server block does (the answer shown is
+	// what the block would give without it).
+	NextPlugin bool `json:"next_plugin,omitempty"`
 }
 
 // Step is one record set visited on the way to the answer.
 type Step struct {
-	Record          string      `json:"record"`
-	Type            string      `json:"type"`
-	Policy          string      `json:"policy"`
-	ClientDependent bool        `json:"client_dependent"`
-	LastResort      bool        `json:"last_resort"` // no member was healthy: fail-open
-	NoRecord        bool        `json:"no_record,omitempty"`
-	Members         []Candidate `json:"members"`
+	Record          string `json:"record"`
+	Type            string `json:"type"`
+	Policy          string `json:"policy"`
+	ClientDependent bool   `json:"client_dependent"`
+	LastResort      bool   `json:"last_resort"` // no member was healthy: fail-open
+	NoRecord        bool   `json:"no_record,omitempty"`
+	// Scope is the ECS scope this step asks for (the answer's is the largest of any
+	// step), ScopeReason why.
+	Scope       uint8       `json:"ecs_scope"`
+	ScopeReason string      `json:"ecs_scope_reason"`
+	Members     []Candidate `json:"members"`
 }
 
 // Candidate is one member as the resolver saw it for this query.

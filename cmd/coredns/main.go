@@ -6,6 +6,7 @@ import (
 	"github.com/coredns/coredns/core/dnsserver" // the "dns" server type and its directives
 	"github.com/coredns/coredns/coremain"
 
+	_ "github.com/coredns/coredns/plugin/auto"
 	_ "github.com/coredns/coredns/plugin/bind"
 	_ "github.com/coredns/coredns/plugin/cache"
 	_ "github.com/coredns/coredns/plugin/debug"
@@ -25,7 +26,9 @@ import (
 	_ "github.com/coredns/coredns/plugin/reload"
 	_ "github.com/coredns/coredns/plugin/rewrite"
 	_ "github.com/coredns/coredns/plugin/root"
+	_ "github.com/coredns/coredns/plugin/secondary"
 	_ "github.com/coredns/coredns/plugin/template"
+	_ "github.com/coredns/coredns/plugin/transfer"
 	_ "github.com/coredns/coredns/plugin/whoami"
 
 	_ "github.com/healthroute/healthroute"
@@ -33,7 +36,9 @@ import (
 
 // directives is CoreDNS v1.15.0's plugin.cfg order for the plugins above, with
 // healthroute just before file: after metadata/geoip (whose data it reads), cache and
-// dnssec, and before forward. plugin.cfg in the repository root carries the same place.
+// dnssec (which see its answers), transfer (which serves AXFR from file, auto and
+// secondary), and before file, auto, secondary and forward (which its fallthrough
+// reaches). plugin.cfg in the repository root carries the same place.
 var directives = []string{
 	"root",
 	"metadata",
@@ -52,9 +57,12 @@ var directives = []string{
 	"cache",
 	"dnssec",
 	"template",
+	"transfer",
 	"hosts",
 	"healthroute",
 	"file",
+	"auto",
+	"secondary",
 	"forward",
 	"whoami",
 }
