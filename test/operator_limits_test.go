@@ -3,6 +3,7 @@ package test
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -89,7 +90,8 @@ func operatorFDs(t *testing.T, pid int) int {
 // healthy and every DNS answer, over UDP and TCP, unchanged: the API holds at most
 // its 128 connections and refuses the rest at once, and logs the refusals a few
 // times, not a thousand. One client is held to its 16 connections while another is
-// served, and the API serves again once the flood ends.
+// served, and the API serves again once the flood ends. Slow and oversized headers
+// are cut off.
 func TestOperatorAPIFlood(t *testing.T) {
 	var probes atomic.Int64
 	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { probes.Add(1) }))
@@ -185,5 +187,22 @@ func TestOperatorAPIFlood(t *testing.T) {
 	}
 	if n := strings.Count(srv.Output(), "refused a connection"); n == 0 || n > 5 {
 		t.Errorf("%d log lines of refused connections, want a few (one per 10 s):\n%s", n, srv.Output())
+	}
+
+	// A request whose headers never end is cut off after the 5 s header timeout; one
+	// with 16 KiB of headers (the limit is 8) is refused.
+	slow := operatorDial(t, "127.0.0.1", api, 1)[0]
+	slow.SetReadDeadline(time.Now().Add(15 * time.Second)) // bounds the test only
+	b, err := io.ReadAll(slow)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Errorf("a request with unfinished headers was still open after 15 s (read %q)", b)
+	}
+	req, _ := http.NewRequest(http.MethodGet, base+"/v1/checks", nil)
+	req.Header.Set("X-Big", strings.Repeat("x", 16<<10))
+	if resp, err := httpClient.Do(req); err != nil || resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+		t.Errorf("16 KiB of headers: %v %v, want 431", resp, err)
+	} else {
+		resp.Body.Close()
 	}
 }
