@@ -1,12 +1,15 @@
 package test
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -21,7 +24,8 @@ import (
 // 10,000 checks alone and while 8 clients fetch its status page back to back (no
 // If-None-Match: the costliest clients), in alternating rounds, and reports the
 // median of the rounds' ratios (1 = the page costs DNS nothing), the median rates
-// and the pages served. The DNS clients and the page's clients run in this process,
+// and the pages served; and, measured apart, the cores the server uses serving the
+// page's clients without DNS load. The DNS clients and the page's clients run in this process,
 // on the same cores as the server, so part of the loss is the clients' own work:
 //
 //	go test -run '^$' -bench OperatorStatusPageDNS -benchtime 1x ./test/
@@ -100,7 +104,28 @@ func BenchmarkOperatorStatusPageDNS(b *testing.B) {
 		return &wg
 	}
 
+	// cpu is the CPU time the server process has used (utime+stime, /proc/PID/stat).
+	cpu := func() time.Duration {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", srv.Cmd.Process.Pid))
+		if err != nil {
+			b.Fatal(err)
+		}
+		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+2:])) // fields from the 3rd on
+		utime, _ := strconv.ParseInt(f[11], 10, 64)
+		stime, _ := strconv.ParseInt(f[12], 10, 64)
+		return time.Duration(utime+stime) * time.Second / 100 // USER_HZ
+	}
+
 	var alone, loaded, ratios []float64
+	// The page's clients alone: the server's CPU for them, without DNS load to blur it.
+	c0, t0 := cpu(), time.Now()
+	stop := make(chan struct{})
+	wg := refresh(stop)
+	time.Sleep(3 * time.Second) // the window measured
+	close(stop)
+	wg.Wait()
+	pageCPU := float64(cpu()-c0) / float64(time.Since(t0))
+	pages.Store(0)
 	b.ResetTimer()
 	for range b.N {
 		for range rounds {
@@ -118,4 +143,5 @@ func BenchmarkOperatorStatusPageDNS(b *testing.B) {
 	b.ReportMetric(median(loaded), "dns-qps-with-page")
 	b.ReportMetric(median(ratios), "qps-ratio") // of each round's pair: drift between rounds cancels
 	b.ReportMetric(float64(pages.Load())/(float64(len(ratios))*window.Seconds()), "pages/s")
+	b.ReportMetric(pageCPU, "server-cores-for-page") // cores the server used for the page's clients alone
 }
