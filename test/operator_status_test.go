@@ -116,6 +116,13 @@ func TestOperatorStatusPageLarge(t *testing.T) {
 	if !strings.Contains(byTarget, `<tr id="check-c00777"`) {
 		t.Error("?q= does not search check targets")
 	}
+	// A browser shows the search's result, the form keeping the query.
+	dom := chromium(t, "--dump-dom", base+"/?q=c04242")
+	for _, want := range []string{`<tr id="check-c04242" class="check is-ok"`, `value="c04242"`, "Checks 1-1 of 1 matching"} {
+		if !strings.Contains(dom, want) {
+			t.Errorf("the search in a browser lacks %s", want)
+		}
+	}
 	if code, _, _ := operatorGet(t, base+"/?page=0", ""); code != http.StatusBadRequest {
 		t.Errorf("?page=0: %d, want 400", code)
 	}
