@@ -58,7 +58,8 @@ func listen(addr, tokenFile string, op *Operator) (*server, error) {
 	s.done = make(chan struct{})
 	s.srv = &http.Server{Handler: s.handler(), ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: readTimeout,
 		WriteTimeout: writeTimeout, IdleTimeout: idleTimeout, MaxHeaderBytes: maxHeaderBytes,
-		ErrorLog: stdlog.New(s.logs, "", 0)}
+		ErrorLog:    stdlog.New(s.logs, "", 0),
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, connKey{}, c) }}
 	go func() {
 		defer close(s.done)
 		if err := s.srv.Serve(newLimitListener(ln, maxConns, maxConnsPerClient, s.logs)); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -83,7 +84,7 @@ func (s *server) handler() http.Handler {
 	mux.HandleFunc("GET /v1/records", s.getRecords)
 	mux.HandleFunc("GET /v1/explain", s.getExplain)
 	mux.HandleFunc("POST /v1/checks/{name}/override", s.postOverride)
-	return http.MaxBytesHandler(s.pace.paced(mux), maxBodyBytes)
+	return answering(http.MaxBytesHandler(s.pace.paced(mux), maxBodyBytes))
 }
 
 func (s *server) setTokenFile(path string) {

@@ -6,7 +6,9 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -48,13 +50,16 @@ const (
 	logEvery = 10 * time.Second
 )
 
-// limitListener accepts at most max connections at once, and at most perClient
-// from one client. A connection over a limit is closed as soon as it is accepted
-// (with a reset, so it holds no descriptor and no TIME_WAIT), never queued: a
-// client that floods the API gets refused, while the ones within their limits keep
-// being served. golang.org/x/net/netutil.LimitListener only caps the total, and by
-// blocking Accept: excess connections then wait in the kernel's queue, and one
-// client can take every slot.
+// limitListener holds at most max connections at once, and at most perClient from
+// one client. A connection over a limit makes room by closing an older one that is
+// not being answered (still sending its request's headers, or idle between
+// requests): the same client's oldest for the per-client limit, the oldest of the
+// client holding the most for the total. So a flood of connections that send
+// nothing churns through its own slots and cannot lock others out. With no such
+// connection to close, the new one is closed as soon as it is accepted. Either way
+// the connection closed gets a reset, holding no descriptor and no TIME_WAIT.
+// golang.org/x/net/netutil.LimitListener only caps the total, by blocking Accept:
+// excess connections wait in the kernel's queue, and a flood holds every slot.
 type limitListener struct {
 	net.Listener
 	max, perClient int
@@ -62,11 +67,12 @@ type limitListener struct {
 
 	mu     sync.Mutex
 	open   int
-	client map[netip.Prefix]int
+	seq    uint64                        // connections accepted
+	client map[netip.Prefix][]*limitConn // oldest first
 }
 
 func newLimitListener(ln net.Listener, max, perClient int, logs *rateLog) *limitListener {
-	return &limitListener{Listener: ln, max: max, perClient: perClient, logs: logs, client: map[netip.Prefix]int{}}
+	return &limitListener{Listener: ln, max: max, perClient: perClient, logs: logs, client: map[netip.Prefix][]*limitConn{}}
 }
 
 // clientOf is the unit a per-client limit counts: the address, or its /64 for IPv6
@@ -85,59 +91,125 @@ func clientOf(a net.Addr) netip.Prefix {
 	return p
 }
 
-// Accept returns the next connection within the limits; see limitListener.
+// Accept returns the next connection, within the limits; see limitListener.
 func (l *limitListener) Accept() (net.Conn, error) {
 	for {
 		c, err := l.Listener.Accept()
 		if err != nil {
 			return nil, err
 		}
-		who := clientOf(c.RemoteAddr())
+		lc := &limitConn{Conn: c, l: l, who: clientOf(c.RemoteAddr())}
 		l.mu.Lock()
-		over := ""
+		var victim *limitConn
+		limit := ""
 		switch {
+		case len(l.client[lc.who]) >= l.perClient:
+			limit = fmt.Sprintf("%d connections from %s", l.perClient, lc.who)
+			victim = idleOf(l.client[lc.who])
 		case l.open >= l.max:
-			over = fmt.Sprintf("%d connections in all", l.max)
-		case l.client[who] >= l.perClient:
-			over = fmt.Sprintf("%d connections from %s", l.perClient, who)
-		default:
-			l.open++
-			l.client[who]++
+			limit = fmt.Sprintf("%d connections in all", l.max)
+			victim = l.idleOfBusiestLocked()
 		}
-		l.mu.Unlock()
-		if over != "" {
-			if tc, ok := c.(*net.TCPConn); ok {
-				tc.SetLinger(0)
-			}
-			c.Close()
-			l.logs.Errorf("refused", "api %s: refused a connection from %s: at the limit of %s", l.Addr(), c.RemoteAddr(), over)
+		if limit != "" && victim == nil {
+			l.mu.Unlock()
+			reset(c)
+			l.logs.Errorf("refused", "api %s: refused a connection from %s: at the limit of %s, each being answered", l.Addr(), c.RemoteAddr(), limit)
 			continue
 		}
-		return &limitConn{Conn: c, l: l, who: who}, nil
+		if victim != nil {
+			l.dropLocked(victim)
+		}
+		l.seq++
+		lc.seq = l.seq
+		l.open++
+		l.client[lc.who] = append(l.client[lc.who], lc)
+		l.mu.Unlock()
+		if victim != nil {
+			reset(victim.Conn)
+			l.logs.Errorf("refused", "api %s: closed a connection from %s that had no request being answered: at the limit of %s", l.Addr(), victim.RemoteAddr(), limit)
+		}
+		return lc, nil
 	}
 }
 
-func (l *limitListener) release(who netip.Prefix) {
-	l.mu.Lock()
+// idleOf returns the oldest of conns not being answered, nil if each is.
+func idleOf(conns []*limitConn) *limitConn {
+	for _, c := range conns {
+		if c.busy.Load() == 0 {
+			return c
+		}
+	}
+	return nil
+}
+
+// idleOfBusiestLocked returns, of the clients with a connection not being answered,
+// the one holding the most connections (of equals, the one with the oldest such
+// connection), and that oldest connection. l.mu must be held.
+func (l *limitListener) idleOfBusiestLocked() *limitConn {
+	var best *limitConn
+	held := 0
+	for _, conns := range l.client {
+		c := idleOf(conns)
+		if c != nil && (len(conns) > held || len(conns) == held && c.seq < best.seq) {
+			best, held = c, len(conns)
+		}
+	}
+	return best
+}
+
+// dropLocked gives c's slot back, once. l.mu must be held.
+func (l *limitListener) dropLocked(c *limitConn) {
+	if c.gone {
+		return
+	}
+	c.gone = true
 	l.open--
-	if l.client[who]--; l.client[who] <= 0 {
-		delete(l.client, who)
+	conns := slices.DeleteFunc(l.client[c.who], func(x *limitConn) bool { return x == c })
+	if len(conns) == 0 {
+		delete(l.client, c.who)
+	} else {
+		l.client[c.who] = conns
 	}
-	l.mu.Unlock()
 }
 
-// limitConn gives its slot back when closed.
+// reset closes c with a TCP reset.
+func reset(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetLinger(0)
+	}
+	c.Close()
+}
+
+// limitConn is a connection within the limits; it gives its slot back when closed.
 type limitConn struct {
 	net.Conn
 	l    *limitListener
 	who  netip.Prefix
-	once sync.Once
+	seq  uint64       // accept order
+	busy atomic.Int32 // a request on it is being answered
+	gone bool         // its slot was given back; guarded by l.mu
 }
 
 func (c *limitConn) Close() error {
-	err := c.Conn.Close()
-	c.once.Do(func() { c.l.release(c.who) })
-	return err
+	c.l.mu.Lock()
+	c.l.dropLocked(c)
+	c.l.mu.Unlock()
+	return c.Conn.Close()
+}
+
+// connKey is the context key under which the API's server keeps its connection.
+type connKey struct{}
+
+// answering marks the connection of each request as being answered while next
+// handles it, so the listener does not close it to make room.
+func answering(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c, ok := r.Context().Value(connKey{}).(*limitConn); ok {
+			c.busy.Add(1)
+			defer c.busy.Add(-1)
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // pacer spends the API's units (see paceRate), shared by all its clients.

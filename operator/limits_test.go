@@ -14,9 +14,10 @@ import (
 	"time"
 )
 
-// TestLimitListener: over the per-client limit a connection is closed at once while
-// the client's others stay open; closing one frees its slot; over the total limit
-// every client is refused.
+// TestLimitListener: a connection over the per-client limit closes that client's
+// oldest connection not being answered; over the total limit, the oldest of the
+// client holding the most; with every one being answered, the new one is refused.
+// A closed connection's slot is given back once.
 func TestLimitListener(t *testing.T) {
 	inner, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -24,9 +25,9 @@ func TestLimitListener(t *testing.T) {
 	}
 	logs := newRateLog(time.Hour)
 	logs.out = func(string) {}
-	l := newLimitListener(inner, 3, 2, logs)
+	l := newLimitListener(inner, 4, 2, logs)
 	defer l.Close()
-	accepted := make(chan net.Conn, 10)
+	accepted := make(chan *limitConn, 10)
 	go func() {
 		for {
 			c, err := l.Accept()
@@ -34,7 +35,7 @@ func TestLimitListener(t *testing.T) {
 				close(accepted)
 				return
 			}
-			accepted <- c
+			accepted <- c.(*limitConn)
 		}
 	}()
 	// dial connects from src; nil: refused before the dial returned.
@@ -52,19 +53,19 @@ func TestLimitListener(t *testing.T) {
 		return c
 	}
 	// accept returns the listener's next connection.
-	accept := func() net.Conn {
+	accept := func() *limitConn {
 		t.Helper()
 		select {
 		case c := <-accepted:
 			return c
 		case <-time.After(5 * time.Second):
-			t.Fatal("a connection within the limits was not accepted in 5 s")
+			t.Fatal("a connection was not accepted in 5 s")
 			return nil
 		}
 	}
-	// refused reports whether the listener closed c: a read ends at once with an
+	// closed reports whether the listener closed c: a read ends at once with an
 	// error other than a timeout (the deadline only bounds the test).
-	refused := func(c net.Conn) bool {
+	closed := func(c net.Conn) bool {
 		if c == nil {
 			return true
 		}
@@ -73,30 +74,39 @@ func TestLimitListener(t *testing.T) {
 		var ne net.Error
 		return err != nil && !(errors.As(err, &ne) && ne.Timeout())
 	}
+	open := func() int { l.mu.Lock(); defer l.mu.Unlock(); return l.open }
+
 	a1, a2 := dial("127.0.0.2"), dial("127.0.0.2")
-	s1, s2 := accept(), accept()
-	if a3 := dial("127.0.0.2"); !refused(a3) {
-		t.Error("a third connection from one client was not refused (limit 2)")
-	}
-	if refused(a1) || refused(a2) {
-		t.Error("the client's first two connections were closed")
-	}
-	s1.Close() // frees a slot of 127.0.0.2
-	dial("127.0.0.2")
 	accept()
-	dial("127.0.0.3") // the third in all
-	s4 := accept()
-	if c := dial("127.0.0.4"); !refused(c) {
-		t.Error("a fourth connection in all was not refused (limit 3)")
+	s2 := accept()
+	a3 := dial("127.0.0.2") // over the client's 2: a1, the oldest, makes room
+	s3 := accept()
+	if !closed(a1) || closed(a2) || closed(a3) {
+		t.Error("a third connection of one client did not replace its oldest")
 	}
-	s4.Close()
-	s4.Close() // a second close frees nothing more
-	dial("127.0.0.4")
+	s2.busy.Add(1) // both of the client's connections are being answered
+	s3.busy.Add(1)
+	if a4 := dial("127.0.0.2"); !closed(a4) || closed(a2) || closed(a3) {
+		t.Error("with each of its connections answered, a client's third was not refused")
+	}
+
+	b1, b2 := dial("127.0.0.3"), dial("127.0.0.4")
 	accept()
-	if c := dial("127.0.0.5"); !refused(c) {
-		t.Error("after a double close, one slot was freed twice")
+	accept() // 4 in all: .2 twice (answered), .3, .4
+	c1 := dial("127.0.0.5")
+	accept()
+	if !closed(b1) || closed(b2) || closed(c1) {
+		t.Error("over the total, the oldest idle connection of another client was not closed")
 	}
-	_ = s2
+	if n := open(); n != 4 {
+		t.Errorf("%d connections counted, want 4", n)
+	}
+	s3.busy.Add(-1)
+	s3.Close() // its slot comes back, once
+	s3.Close()
+	if n := open(); n != 3 {
+		t.Errorf("after closing one twice: %d connections counted, want 3", n)
+	}
 }
 
 func TestClientOf(t *testing.T) {
