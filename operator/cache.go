@@ -22,6 +22,11 @@ import (
 // blocks) and otherwise at most this often, however many clients ask.
 const viewMaxAge = 5 * time.Second
 
+// buildShare bounds the share of a core that building views takes when health
+// keeps changing: after a build, the next one for a health change waits buildShare
+// times as long as it took.
+const buildShare = 20
+
 // maxCachedPages bounds the renderings kept per state (pages and searches).
 const maxCachedPages = 32
 
@@ -33,8 +38,10 @@ var epoch = rand.Uint64()
 // renderings, made on first use and kept with them.
 type views struct {
 	etag    string // weak: the same tag means the same health, overrides and configuration
+	version uint64 // the operator's version it was built for
 	built   time.Time
-	checks  []view.Check // by name
+	took    time.Duration // building them
+	checks  []view.Check  // by name
 	records []view.Record
 	model   *statusModel
 
@@ -46,31 +53,38 @@ type views struct {
 }
 
 // stateTag identifies the state of the blocks the API shows: the operator's
-// version (blocks, overrides) and each block's snapshot generation. It is read
-// before the views, so views built from a later state are at worst rebuilt once more.
-func (s *server) stateTag() string {
+// version (blocks, overrides), also returned, and each block's snapshot
+// generation. It is read before the views, so views built from a later state are at
+// worst rebuilt once more.
+func (s *server) stateTag() (string, uint64) {
+	version := s.op.version.Load()
 	h := fnv.New64a()
-	fmt.Fprintf(h, "%d/%d", epoch, s.op.version.Load())
+	fmt.Fprintf(h, "%d/%d", epoch, version)
 	for _, b := range s.op.blocksOf(s.scope) {
 		fmt.Fprintf(h, "/%d", b.Generation())
 	}
-	return fmt.Sprintf(`W/"%x"`, h.Sum64())
+	return fmt.Sprintf(`W/"%x"`, h.Sum64()), version
 }
 
-// current returns the views of the current state, building them when the state
-// changed or the cached ones are older than viewMaxAge. One build runs at a time;
-// requests arriving meanwhile wait for it rather than build their own.
+// current returns the views of the current state. They are built again at once
+// when blocks or overrides changed; when health changed, once the last build is
+// older than buildShare times what it took (so building never takes more than
+// 1/buildShare of a core, however often health changes in a large configuration);
+// and when they are older than viewMaxAge. One build runs at a time; requests
+// arriving meanwhile wait for it rather than build their own.
 func (s *server) current() *views {
-	tag := s.stateTag()
+	tag, version := s.stateTag()
 	s.cacheMu.Lock()
 	defer s.cacheMu.Unlock()
 	now := time.Now()
-	if v := s.cache; v != nil && v.etag == tag && now.Sub(v.built) < viewMaxAge {
+	if v := s.cache; v != nil && v.version == version && now.Sub(v.built) < viewMaxAge &&
+		(v.etag == tag || now.Sub(v.built) < buildShare*v.took) {
 		return v
 	}
 	blocks := s.op.blocksOf(s.scope)
-	v := &views{etag: tag, built: now, checks: checksOf(blocks), records: recordsOf(blocks)}
+	v := &views{etag: tag, version: version, built: now, checks: checksOf(blocks), records: recordsOf(blocks)}
 	v.model = buildStatus(v.checks, v.records, now)
+	v.took = time.Since(now)
 	s.cache = v
 	return v
 }
