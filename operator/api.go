@@ -45,7 +45,8 @@ type server struct {
 }
 
 func newServer(op *Operator, scope, tokenFile string) *server {
-	return &server{op: op, scope: scope, tokenFile: tokenFile, gate: make(gate, maxExpensive), pace: newPacer(), logs: newRateLog(logEvery)}
+	return &server{op: op, scope: scope, tokenFile: tokenFile,
+		gate: make(gate, maxExpensive), pace: newPacer(), logs: newRateLog(logEvery)}
 }
 
 // listen listens on addr and serves until stop, within the limits of limits.go.
@@ -62,7 +63,8 @@ func listen(addr, tokenFile string, op *Operator) (*server, error) {
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, connKey{}, c) }}
 	go func() {
 		defer close(s.done)
-		if err := s.srv.Serve(newLimitListener(ln, maxConns, maxConnsPerClient, s.logs)); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		err := s.srv.Serve(newLimitListener(ln, maxConns, maxConnsPerClient, s.logs))
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Errorf("api %s: %v", addr, err)
 		}
 	}()
