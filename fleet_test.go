@@ -106,27 +106,30 @@ func TestParseFleetErrors(t *testing.T) {
 
 func TestRegistryFleet(t *testing.T) {
 	r := &registry{}
-	fc := &fleetConfig{Name: "dns-a", Bind: netip.MustParseAddrPort("127.0.0.1:0"), Insecure: true, Quorum: 18}
-	s := r.acquire(&Config{Fleet: fc})
+	fc := &fleet.Config{Name: "dns-a", Bind: netip.MustParseAddrPort("127.0.0.1:0"), Insecure: true, Quorum: 18}
+	cfg := &Config{Fleet: fc}
+	s := r.acquire(cfg)
 	f := r.fleet()
 	if f == nil || s.Aggregator != f || f.Name() != "dns-a" || len(f.Members()) != 1 {
 		t.Fatalf("fleet %v, aggregator %v", f, s.Aggregator)
 	}
-	if r.acquire(&Config{Fleet: fc}) != s || r.fleet() != f {
+	if r.acquire(cfg) != s || r.fleet() != f {
 		t.Fatal("a second block must share the scheduler and the fleet")
 	}
-	r.release()
-	r.release()
+	r.release(cfg)
+	r.release(cfg)
 	if r.fleet() != nil {
 		t.Fatal("the last release must stop the fleet")
 	}
 	// A fleet that cannot bind leaves the instance judging alone.
 	a := &registry{}
-	a.acquire(&Config{Fleet: fc})
-	defer a.release()
+	ca := &Config{Fleet: fc}
+	a.acquire(ca)
+	defer a.release(ca)
 	b := &registry{}
-	b.acquire(&Config{Fleet: &fleetConfig{Name: "dns-b", Bind: netip.MustParseAddrPort(a.fleet().Addr()), Insecure: true}})
-	defer b.release()
+	cb := &Config{Fleet: &fleet.Config{Name: "dns-b", Bind: netip.MustParseAddrPort(a.fleet().Addr()), Insecure: true}}
+	b.acquire(cb)
+	defer b.release(cb)
 	if b.fleet() != nil || b.scheduler().Aggregator != nil {
 		t.Error("a fleet on a taken address must not be used")
 	}

@@ -14,9 +14,6 @@ import (
 	"github.com/healthroute/healthroute/health/fleet"
 )
 
-// fleetConfig lets config.go name the fleet's configuration without the import.
-type fleetConfig = fleet.Config
-
 // parseFleet reads `fleet { bind; join; name; key_file; quorum; insecure; profile;
 // heartbeat; suspicion; max_connections }` into cfg.Fleet. It reads and checks the
 // key file and starts nothing.
@@ -33,18 +30,12 @@ func parseFleet(c *caddy.Controller, cfg *Config) error {
 	seen := map[string]bool{}
 	var suspicionAt pos
 	err := block(c, func(key string, a []string) error {
-		one := func() (string, error) {
-			if len(a) != 1 {
-				return "", c.ArgErr()
-			}
-			return a[0], nil
-		}
 		if key != "join" && seen[key] {
 			return c.Errf("fleet: %s: given twice", key)
 		}
 		seen[key] = true
 		duration := func(lo, hi time.Duration) (time.Duration, error) {
-			v, err := one()
+			v, err := oneArg(c, a)
 			if err != nil {
 				return 0, err
 			}
@@ -56,7 +47,7 @@ func parseFleet(c *caddy.Controller, cfg *Config) error {
 		}
 		switch key {
 		case "bind":
-			v, err := one()
+			v, err := oneArg(c, a)
 			if err != nil {
 				return err
 			}
@@ -77,7 +68,7 @@ func parseFleet(c *caddy.Controller, cfg *Config) error {
 				fc.Join = append(fc.Join, ap)
 			}
 		case "name":
-			v, err := one()
+			v, err := oneArg(c, a)
 			if err != nil {
 				return err
 			}
@@ -86,7 +77,7 @@ func parseFleet(c *caddy.Controller, cfg *Config) error {
 			}
 			fc.Name = v
 		case "key_file":
-			v, err := one()
+			v, err := oneArg(c, a)
 			if err != nil {
 				return err
 			}
@@ -101,7 +92,7 @@ func parseFleet(c *caddy.Controller, cfg *Config) error {
 			}
 			fc.Key, keyFile = k, v
 		case "quorum":
-			v, err := one()
+			v, err := oneArg(c, a)
 			if err != nil {
 				return err
 			}
@@ -116,7 +107,7 @@ func parseFleet(c *caddy.Controller, cfg *Config) error {
 			}
 			fc.Insecure = true
 		case "profile":
-			v, err := one()
+			v, err := oneArg(c, a)
 			if err != nil {
 				return err
 			}
