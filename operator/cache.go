@@ -17,15 +17,17 @@ import (
 	"github.com/healthroute/healthroute/view"
 )
 
-// viewMaxAge bounds how old the probe counts and times in a cached view get: a view
-// is rebuilt when the state changes (a check's health, an override, the running
-// blocks) and otherwise at most this often, however many clients ask.
-const viewMaxAge = 5 * time.Second
-
-// buildShare bounds the share of a core that building views takes when health
-// keeps changing: after a build, the next one for a health change waits buildShare
-// times as long as it took.
-const buildShare = 20
+// How often views are built again (see current): after a health change, once the
+// last build is healthShare times as old as it took; for what changes without one
+// (probe counts and times, the fleet's reports), once it is detailShare times as
+// old, and at least detailAge. So building takes at most 1/healthShare of a core
+// however often health changes, 1/detailShare when it does not, and views of a
+// small configuration follow health at once and the rest within detailAge.
+const (
+	healthShare = 20
+	detailShare = 50
+	detailAge   = 250 * time.Millisecond
+)
 
 // maxCachedPages bounds the renderings kept per state (pages and searches).
 const maxCachedPages = 32
@@ -67,19 +69,23 @@ func (s *server) stateTag() (string, uint64) {
 }
 
 // current returns the views of the current state. They are built again at once
-// when blocks or overrides changed; when health changed, once the last build is
-// older than buildShare times what it took (so building never takes more than
-// 1/buildShare of a core, however often health changes in a large configuration);
-// and when they are older than viewMaxAge. One build runs at a time; requests
-// arriving meanwhile wait for it rather than build their own.
+// when blocks or overrides changed, and otherwise as the constants above say. One
+// build runs at a time; requests arriving meanwhile wait for it rather than build
+// their own.
 func (s *server) current() *views {
 	tag, version := s.stateTag()
 	s.cacheMu.Lock()
 	defer s.cacheMu.Unlock()
 	now := time.Now()
-	if v := s.cache; v != nil && v.version == version && now.Sub(v.built) < viewMaxAge &&
-		(v.etag == tag || now.Sub(v.built) < buildShare*v.took) {
-		return v
+	if v := s.cache; v != nil && v.version == version {
+		age := now.Sub(v.built)
+		fresh := age < max(detailAge, detailShare*v.took)
+		if v.etag != tag {
+			fresh = age < healthShare*v.took
+		}
+		if fresh {
+			return v
+		}
 	}
 	blocks := s.op.blocksOf(s.scope)
 	v := &views{etag: tag, version: version, built: now, checks: checksOf(blocks), records: recordsOf(blocks)}

@@ -32,8 +32,9 @@ func (b *dataBlock) APIAddr() string                          { return b.api }
 func (b *dataBlock) Generation() uint64                       { return b.gen.Load() }
 
 // TestViewsRebuild: views are built once per state; a health change rebuilds them
-// once the last build is buildShare times its cost old, an override at once, and
-// unchanged views are rebuilt after viewMaxAge for their probe counts.
+// once the last build is healthShare times its cost old, an override at once, and
+// views of an unchanged state once they are detailShare times its cost old, for
+// their probe counts.
 func TestViewsRebuild(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		op := &Operator{}
@@ -54,12 +55,12 @@ func TestViewsRebuild(t *testing.T) {
 
 		b.gen.Add(1) // health changed
 		if v := s.current(); v != v1 || b.reads.Load() != 1 {
-			t.Error("rebuilt sooner than buildShare times the last build's cost")
+			t.Error("rebuilt sooner than healthShare times the last build's cost")
 		}
-		time.Sleep(buildShare * b.cost)
+		time.Sleep(healthShare * b.cost)
 		v2 := s.current()
 		if b.reads.Load() != 2 || v2.etag == v1.etag || v2.checks[0].Healthy {
-			t.Errorf("after %s: %d builds, etag %s (was %s), want the new state", buildShare*b.cost, b.reads.Load(), v2.etag, v1.etag)
+			t.Errorf("after %s: %d builds, etag %s (was %s), want the new state", healthShare*b.cost, b.reads.Load(), v2.etag, v1.etag)
 		}
 
 		healthy := true // an override takes effect in the views at once
@@ -70,10 +71,15 @@ func TestViewsRebuild(t *testing.T) {
 			t.Error("an override did not rebuild the views at once")
 		}
 
-		time.Sleep(viewMaxAge)
+		v3 := s.current() // built from 10 ms ago (its cost) to now
+		time.Sleep(detailShare*b.cost - b.cost - time.Millisecond)
+		if s.current() != v3 {
+			t.Errorf("unchanged views rebuilt before %s", detailShare*b.cost)
+		}
+		time.Sleep(time.Millisecond)
 		v4 := s.current()
 		if b.reads.Load() != 4 {
-			t.Errorf("after viewMaxAge: %d builds, want 4", b.reads.Load())
+			t.Errorf("unchanged views after %s: %d builds, want 4", detailShare*b.cost, b.reads.Load())
 		}
 		if s.current() != v4 {
 			t.Error("rebuilt again at once")
