@@ -138,6 +138,7 @@ func (s *server) writeCached(w http.ResponseWriter, r *http.Request, etag string
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.Write(body)
 }
 

@@ -25,7 +25,7 @@ import (
 // small configuration follow health at once and the rest within detailAge.
 const (
 	healthShare = 20
-	detailShare = 50
+	detailShare = 100
 	detailAge   = 250 * time.Millisecond
 )
 

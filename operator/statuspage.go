@@ -104,6 +104,7 @@ func (s *server) statusPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Length", strconv.Itoa(len(page)))
 	w.Write(page)
 }
 
