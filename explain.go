@@ -16,7 +16,8 @@ import (
 func (r *Resolver) Explain(q Query) (Answer, *view.Trace) {
 	tr := &view.Trace{}
 	q.trace = tr
-	ans := r.resolve(&q)
+	var ans Answer
+	r.resolve(&q, &ans)
 	tr.NextPlugin = ans.Pass && r.plan.fall.Through(q.Name)
 	return ans, tr
 }

@@ -122,19 +122,31 @@ func load(slot *atomic.Pointer[prometheus.Counter], vec *prometheus.CounterVec, 
 	return *slot.Load()
 }
 
-// count records one answer's metrics.
+// count records one answer's metrics. The common case, one member's answer counted
+// before on the block's one server, is inlined into the query path; the rest, with
+// its larger frame, runs only when needed.
 func (h *HealthRoute) count(server string, ans *Answer) {
 	if ans.leafSet == nil && ans.resortSet == nil {
 		return
 	}
+	if qc := h.lastCounters.Load(); qc != nil && qc.server == server && ans.leaf != nil && ans.resortSet == nil {
+		if c := qc.answers[ans.leaf.idx].Load(); c != nil {
+			(*c).Inc()
+			return
+		}
+	}
+	h.countSlow(server, ans)
+}
+
+// countSlow is count's general case: a first answer (creating the series), a
+// multivalue or last-resort answer, another server.
+//
+//go:noinline
+func (h *HealthRoute) countSlow(server string, ans *Answer) {
 	qc := h.counters(server)
 	if set := ans.leafSet; set != nil {
 		if m := ans.leaf; m != nil {
-			if c := qc.answers[m.idx].Load(); c != nil { // the common case, without the variadic call
-				(*c).Inc()
-			} else {
-				load(&qc.answers[m.idx], answersTotal, server, ans.Zone, set.Name, m.ID).Inc()
-			}
+			load(&qc.answers[m.idx], answersTotal, server, ans.Zone, set.Name, m.ID).Inc()
 		} else {
 			load(&qc.sets[set.idx], answersTotal, server, ans.Zone, set.Name, "multivalue").Inc()
 		}

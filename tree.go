@@ -571,47 +571,59 @@ func (r *Resolver) rand(n uint64) uint64 {
 
 // Resolve answers q from the current table.
 func (r *Resolver) Resolve(q Query) Answer {
-	return r.resolve(&q)
-}
-
-func (r *Resolver) resolve(q *Query) Answer {
-	t := r.table.Load()
-	p := t.plan
-	zone := matchZone(p.zones, q.Name)
-	if zone == "" {
-		return Answer{Rcode: dns.RcodeRefused}
-	}
-	if q.Name == zone {
-		switch q.Type {
-		case dns.TypeSOA:
-			return Answer{Rcode: dns.RcodeSuccess, RRs: p.soa[zone], Zone: zone, Pass: true}
-		case dns.TypeNS:
-			if ns := p.ns[zone]; ns != nil {
-				return Answer{Rcode: dns.RcodeSuccess, RRs: ns, Extra: r.glue(q, ns), Zone: zone, Pass: true}
-			}
-		}
-	}
-	ans := r.step(t, q, q.Name, zone)
-	if ans.chase {
-		r.chase(t, q, &ans)
-	}
+	var ans Answer
+	r.resolve(&q, &ans)
 	return ans
 }
 
-// step answers name (q.Name or a CNAME target) from t without following a CNAME;
-// ans.chase reports that the answer is a CNAME to follow.
-func (r *Resolver) step(t *table, q *Query, name, zone string) Answer {
-	p := t.plan
-	neg := Answer{Rcode: dns.RcodeSuccess, Ns: p.neg[zone], Zone: zone, Pass: true}
-	e := p.lookup(name, zone)
-	if e == nil {
-		if !p.exists[name] && name != zone {
-			neg.Rcode = dns.RcodeNameError
-		}
-		return neg
+// resolve answers q into ans, which is zero on entry. The DNS path keeps both on the
+// handler's frame: passing them by pointer keeps each frame below it small, since
+// every query runs on a goroutine whose stack starts small and is copied whenever it
+// has to grow.
+func (r *Resolver) resolve(q *Query, ans *Answer) {
+	t := r.table.Load()
+	zone := matchZone(t.plan.zones, q.Name)
+	if zone == "" {
+		ans.Rcode = dns.RcodeRefused
+		return
 	}
+	if q.Name == zone && (q.Type == dns.TypeSOA || q.Type == dns.TypeNS) && r.apex(t, q, zone, ans) {
+		return
+	}
+	r.step(t, q, q.Name, zone, ans)
+	if ans.chase {
+		r.chase(t, q, ans)
+	}
+}
+
+// apex answers the zone's SOA and, with `ns`, its NS query (with glue), reporting
+// whether it did. It is its own function so its frame is paid only by apex queries.
+//
+//go:noinline
+func (r *Resolver) apex(t *table, q *Query, zone string, ans *Answer) bool {
+	p := t.plan
+	switch q.Type {
+	case dns.TypeSOA:
+		*ans = Answer{Rcode: dns.RcodeSuccess, RRs: p.soa[zone], Zone: zone, Pass: true}
+		return true
+	case dns.TypeNS:
+		if ns := p.ns[zone]; ns != nil {
+			*ans = Answer{Rcode: dns.RcodeSuccess, RRs: ns, Extra: r.glue(q, ns), Zone: zone, Pass: true}
+			return true
+		}
+	}
+	return false
+}
+
+// step answers name (q.Name or a CNAME target) from t into ans, which is zero on entry,
+// without following a CNAME; ans.chase reports that the answer is a CNAME to follow.
+func (r *Resolver) step(t *table, q *Query, name, zone string, ans *Answer) {
+	p := t.plan
+	ans.Rcode, ans.Zone = dns.RcodeSuccess, zone
+	e := p.lookup(name, zone)
 	var n *node
 	switch {
+	case e == nil:
 	case e.cname != nil:
 		n = e.cname
 	case q.Type == dns.TypeA:
@@ -619,20 +631,22 @@ func (r *Resolver) step(t *table, q *Query, name, zone string) Answer {
 	case q.Type == dns.TypeAAAA:
 		n = e.aaaa
 	}
-	if n == nil {
-		return neg // NODATA
+	if n == nil { // NXDOMAIN, or NODATA
+		ans.Ns, ans.Pass = p.neg[zone], true
+		if e == nil && !p.exists[name] && name != zone {
+			ans.Rcode = dns.RcodeNameError
+		}
+		return
 	}
-	ans := Answer{Rcode: dns.RcodeSuccess, Zone: zone}
-	ans.RRs, ans.Scope = r.walk(t, n, q, &ans)
-	if len(ans.RRs) == 0 {
-		neg.Scope, neg.Pass = ans.Scope, false
-		return neg // a client-dependent group with no record for this client
+	ans.RRs, ans.Scope = r.walk(t, n, q, ans)
+	if len(ans.RRs) == 0 { // a client-dependent group with no record for this client
+		ans.Ns, ans.leafSet, ans.leaf, ans.resortSet = p.neg[zone], nil, nil, nil
+		return
 	}
 	if e.wild {
 		ans.RRs = rename(ans.RRs, name)
 	}
 	ans.chase = n == e.cname && q.Type != dns.TypeCNAME
-	return ans
 }
 
 // maxChase is how many CNAMEs a chase follows after the first, as CoreDNS's file
@@ -654,7 +668,8 @@ func (r *Resolver) chase(t *table, q *Query, ans *Answer) {
 		if zone == "" || inChain(chain, target) {
 			break
 		}
-		next := r.step(t, q, target, zone)
+		var next Answer
+		r.step(t, q, target, zone, &next)
 		if next.Pass && p.fall.Through(target) {
 			break // the next plugin's name: the client's resolver asks for it
 		}
@@ -686,7 +701,8 @@ func (r *Resolver) glue(q *Query, ns []dns.RR) []dns.RR {
 		name := rr.(*dns.NS).Ns
 		for _, qt := range [...]uint16{dns.TypeA, dns.TypeAAAA} {
 			sub := Query{Name: name, Type: qt, Client: q.Client, Loc: q.Loc}
-			if a := r.resolve(&sub); !a.Pass && a.Rcode == dns.RcodeSuccess {
+			var a Answer
+			if r.resolve(&sub, &a); !a.Pass && a.Rcode == dns.RcodeSuccess {
 				for _, x := range a.RRs {
 					if x.Header().Rrtype == qt {
 						out = append(out, x)
