@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -45,8 +46,17 @@ func New(cfg *Config) *HealthRoute { return newHandler(cfg, shared) }
 
 // newHandler is New with its own registry, for tests.
 func newHandler(cfg *Config, reg *registry) *HealthRoute {
-	return &HealthRoute{cfg: cfg, resolver: NewResolver(cfg), reg: reg}
+	h := &HealthRoute{cfg: cfg, resolver: NewResolver(cfg), reg: reg}
+	parsed.Store(true)
+	return h
 }
+
+// parsed is set when a block has been parsed and built, and cleared by the first
+// OnStartup after it: CoreDNS parses every block before starting any, so that one
+// returns to the OS what parsing them all left behind (the Corefile's tokens, the
+// configuration's intermediate maps), which for a large configuration is several
+// times what the routing keeps, and which the runtime would otherwise hold for minutes.
+var parsed atomic.Bool
 
 // Name implements plugin.Handler.
 func (h *HealthRoute) Name() string { return pluginName }
@@ -265,6 +275,9 @@ func (h *HealthRoute) OnStartup() error {
 		done := make(chan struct{})
 		go func() { defer close(done); watchLatencyTable(ctx, h.resolver, path, latencyTablePeriod) }()
 		h.unwatch = func() { cancel(); <-done }
+	}
+	if parsed.Swap(false) {
+		debug.FreeOSMemory()
 	}
 	return nil
 }
