@@ -2,6 +2,7 @@ package healthroute
 
 import (
 	"errors"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -42,14 +43,12 @@ var (
 		}
 		return 0
 	})
-	answersTotal = promauto.NewCounterVec(prometheus.CounterOpts{
-		Namespace: plugin.Namespace, Subsystem: "healthroute", Name: "answers_total",
-		Help: "Answers, by the record set and member (set identifier) they came from.",
-	}, []string{"server", "zone", "record", "member"})
-	lastResortTotal = promauto.NewCounterVec(prometheus.CounterOpts{
-		Namespace: plugin.Namespace, Subsystem: "healthroute", Name: "last_resort_answers_total",
-		Help: "Answers given by a record set in its last resort: every member unhealthy, answered as if all were healthy.",
-	}, []string{"server", "zone", "record"})
+	answersTotal = newAnswerCounter("answers_total",
+		"Answers, by the record set and member (set identifier) they came from.",
+		"server", "zone", "record", "member")
+	lastResortTotal = newAnswerCounter("last_resort_answers_total",
+		"Answers given by a record set in its last resort: every member unhealthy, answered as if all were healthy.",
+		"server", "zone", "record")
 	publicationsTotal = promauto.NewCounter(prometheus.CounterOpts{
 		Namespace: plugin.Namespace, Subsystem: "healthroute", Name: "table_publications_total",
 		Help: "Routing tables compiled and published after a health change.",
@@ -83,15 +82,80 @@ func (probeObserver) Changed(spec *health.Spec, down bool) {
 	transitionsTotal.WithLabelValues(spec.Name, to).Inc()
 }
 
-// queryCounters caches the curried query-path counters of one server, in slices
-// indexed by the ordinals the plan gave members and record sets, so a query costs
-// two slice indexes and atomic loads, not a label hash. A series is created the
-// first time it is counted.
+// answerSeries is one series of an answerCounter.
+type answerSeries struct {
+	labels [4]string // the configuration's own strings: nothing is copied
+	n      atomic.Uint64
+}
+
+// answerCounter is a counter family for the query path, with a series per member of
+// every record set: a series costs its labels' headers and a word, about 160 bytes with
+// its map entry, where a CounterVec series costs about 800 (label pairs and hashes) and
+// with three members per name that was a third of a large configuration's memory.
+// Series live for the process, as a CounterVec's would: a reload continues them.
+type answerCounter struct {
+	desc   *prometheus.Desc
+	labels int
+	mu     sync.Mutex
+	series map[[4]string]*answerSeries
+}
+
+func newAnswerCounter(name, help string, labels ...string) *answerCounter {
+	c := &answerCounter{
+		desc:   prometheus.NewDesc(prometheus.BuildFQName(plugin.Namespace, "healthroute", name), help, labels, nil),
+		labels: len(labels), series: map[[4]string]*answerSeries{},
+	}
+	prometheus.MustRegister(c)
+	return c
+}
+
+// get returns the series of labels, creating it (at zero) the first time.
+func (c *answerCounter) get(labels ...string) *answerSeries {
+	var key [4]string
+	copy(key[:], labels)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s, ok := c.series[key]
+	if !ok {
+		s = &answerSeries{labels: key}
+		c.series[key] = s
+	}
+	return s
+}
+
+// delete drops the series of labels (tests).
+func (c *answerCounter) delete(labels ...string) {
+	var key [4]string
+	copy(key[:], labels)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.series, key)
+}
+
+// Describe implements prometheus.Collector.
+func (c *answerCounter) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+// Collect implements prometheus.Collector.
+func (c *answerCounter) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	all := make([]*answerSeries, 0, len(c.series))
+	for _, s := range c.series {
+		all = append(all, s)
+	}
+	c.mu.Unlock()
+	for _, s := range all {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(s.n.Load()), s.labels[:c.labels]...)
+	}
+}
+
+// queryCounters caches the query-path series of one server, in slices indexed by the
+// ordinals the plan gave members and record sets, so a query costs a slice index and
+// an atomic add, not a label hash. A series is created the first time it is counted.
 type queryCounters struct {
 	server  string
-	answers []atomic.Pointer[prometheus.Counter] // by Member.idx
-	sets    []atomic.Pointer[prometheus.Counter] // by RecordSet.idx: multivalue answers
-	resort  []atomic.Pointer[prometheus.Counter] // by RecordSet.idx: last-resort answers
+	answers []atomic.Pointer[answerSeries] // by Member.idx
+	sets    []atomic.Pointer[answerSeries] // by RecordSet.idx: multivalue answers
+	resort  []atomic.Pointer[answerSeries] // by RecordSet.idx: last-resort answers
 }
 
 // counters returns the counters of server, creating them on its first query.
@@ -103,23 +167,22 @@ func (h *HealthRoute) counters(server string) *queryCounters {
 	if !ok {
 		sets := len(h.cfg.Records)
 		v, _ = h.serverCounters.LoadOrStore(server, &queryCounters{server: server,
-			answers: make([]atomic.Pointer[prometheus.Counter], h.cfg.members),
-			sets:    make([]atomic.Pointer[prometheus.Counter], sets),
-			resort:  make([]atomic.Pointer[prometheus.Counter], sets)})
+			answers: make([]atomic.Pointer[answerSeries], h.cfg.members),
+			sets:    make([]atomic.Pointer[answerSeries], sets),
+			resort:  make([]atomic.Pointer[answerSeries], sets)})
 	}
 	qc := v.(*queryCounters)
 	h.lastCounters.Store(qc)
 	return qc
 }
 
-// load returns the counter in slot, creating it with vec and labels the first time.
-func load(slot *atomic.Pointer[prometheus.Counter], vec *prometheus.CounterVec, labels ...string) prometheus.Counter {
-	if c := slot.Load(); c != nil {
-		return *c
+// load returns the series in slot, looking it up in c by labels the first time.
+func load(slot *atomic.Pointer[answerSeries], c *answerCounter, labels ...string) *answerSeries {
+	if s := slot.Load(); s != nil {
+		return s
 	}
-	c := vec.WithLabelValues(labels...)
-	slot.CompareAndSwap(nil, &c)
-	return *slot.Load()
+	slot.CompareAndSwap(nil, c.get(labels...))
+	return slot.Load()
 }
 
 // count records one answer's metrics. The common case, one member's answer counted
@@ -130,8 +193,8 @@ func (h *HealthRoute) count(server string, ans *Answer) {
 		return
 	}
 	if qc := h.lastCounters.Load(); qc != nil && qc.server == server && ans.leaf != nil && ans.resortSet == nil {
-		if c := qc.answers[ans.leaf.idx].Load(); c != nil {
-			(*c).Inc()
+		if s := qc.answers[ans.leaf.idx].Load(); s != nil {
+			s.n.Add(1)
 			return
 		}
 	}
@@ -146,13 +209,13 @@ func (h *HealthRoute) countSlow(server string, ans *Answer) {
 	qc := h.counters(server)
 	if set := ans.leafSet; set != nil {
 		if m := ans.leaf; m != nil {
-			load(&qc.answers[m.idx], answersTotal, server, ans.Zone, set.Name, m.ID).Inc()
+			load(&qc.answers[m.idx], answersTotal, server, ans.Zone, set.Name, m.ID).n.Add(1)
 		} else {
-			load(&qc.sets[set.idx], answersTotal, server, ans.Zone, set.Name, "multivalue").Inc()
+			load(&qc.sets[set.idx], answersTotal, server, ans.Zone, set.Name, "multivalue").n.Add(1)
 		}
 	}
 	if set := ans.resortSet; set != nil {
-		load(&qc.resort[set.idx], lastResortTotal, server, ans.Zone, set.Name).Inc()
+		load(&qc.resort[set.idx], lastResortTotal, server, ans.Zone, set.Name).n.Add(1)
 	}
 }
 
