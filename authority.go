@@ -8,8 +8,7 @@ import (
 )
 
 // parseSOA reads `soa MNAME RNAME [SERIAL REFRESH RETRY EXPIRE MINIMUM]`.
-func parseSOA(c *caddy.Controller, cfg *Config) error {
-	args := c.RemainingArgs()
+func parseSOA(c *caddy.Controller, cfg *Config, args []string) error {
 	if len(args) != 2 && len(args) != 7 {
 		return c.Errf("soa: expected MNAME RNAME [SERIAL REFRESH RETRY EXPIRE MINIMUM], got %d values", len(args))
 	}
@@ -38,8 +37,7 @@ func parseSOA(c *caddy.Controller, cfg *Config) error {
 }
 
 // parseNS reads `ns NAME...`.
-func parseNS(c *caddy.Controller, cfg *Config) error {
-	args := c.RemainingArgs()
+func parseNS(c *caddy.Controller, cfg *Config, args []string) error {
 	if len(args) == 0 {
 		return c.ArgErr()
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/healthroute/healthroute/health"
 	"github.com/healthroute/healthroute/operator"
+	"github.com/healthroute/healthroute/view"
 )
 
 // HealthRoute is the plugin handler of one server block.
@@ -228,7 +229,7 @@ func location(ctx context.Context, l *Location) {
 	if la, lo := get("geoip/latitude"), get("geoip/longitude"); la != "" && lo != "" {
 		lat, err1 := strconv.ParseFloat(la, 64)
 		lon, err2 := strconv.ParseFloat(lo, 64)
-		l.Lat, l.Lon, l.HasCoords = lat, lon, err1 == nil && err2 == nil
+		l.Lat, l.Lon, l.HasCoords = lat, lon, err1 == nil && err2 == nil && view.ValidCoords(lat, lon)
 	}
 }
 

@@ -22,6 +22,9 @@ type latencyTable struct {
 
 const unknownLatency = math.MaxUint32
 
+// maxLatencyMs is the largest table cell: in microseconds it stays below unknownLatency.
+const maxLatencyMs = unknownLatency / 1000
+
 // loadLatencyTable reads a CSV of `client_cidr,region,milliseconds` lines (blank lines
 // and lines starting with '#' skipped; an optional header line naming the columns).
 // Regions not in ids are ignored: no record uses them.
@@ -52,8 +55,8 @@ func readLatencyTable(r io.Reader, name string, ids map[string]int) (*latencyTab
 			return nil, fmt.Errorf("%s:%d: invalid client_cidr '%s'", name, line, f[0])
 		}
 		ms, err := strconv.ParseFloat(strings.TrimSpace(f[2]), 64)
-		if err != nil || ms < 0 || ms*1000 >= unknownLatency { // stored in microseconds
-			return nil, fmt.Errorf("%s:%d: invalid milliseconds '%s'", name, line, f[2])
+		if err != nil || !(ms >= 0 && ms <= maxLatencyMs) { // !(...) refuses NaN too
+			return nil, fmt.Errorf("%s:%d: invalid milliseconds '%s', expected a number from 0 to %d", name, line, f[2], maxLatencyMs)
 		}
 		id, ok := ids[strings.TrimSpace(f[1])]
 		if !ok {

@@ -20,6 +20,8 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/healthroute/healthroute/health"
+	"github.com/healthroute/healthroute/operator"
+	"github.com/healthroute/healthroute/view"
 )
 
 const pluginName = "healthroute"
@@ -43,77 +45,82 @@ func setup(c *caddy.Controller) error {
 // DefaultTTL is the answer TTL when the block sets none.
 const DefaultTTL = 60
 
-// parse reads one healthroute block into a validated Config. It starts nothing.
+// parse reads the healthroute directive of one server block into a validated Config.
+// It starts nothing.
 func parse(c *caddy.Controller) (*Config, error) {
 	cfg := &Config{TTL: DefaultTTL, Regions: map[string]Region{}, Checks: map[string]*health.Spec{}}
 	if !c.Next() { // "healthroute"
 		return nil, c.ArgErr()
 	}
+	first := c.Line()
 	cfg.Zones = plugin.OriginsFromArgsOrServerBlock(c.RemainingArgs(), c.ServerBlockKeys)
 	var children map[*health.Spec][]childRef // calculated checks, resolved after the block
 	var tablePos pos                         // where latency_table was given
-	for c.NextBlock() {
-		switch c.Val() {
-		case "ttl":
-			args := c.RemainingArgs()
-			if len(args) != 1 {
-				return nil, c.ArgErr()
+	opts := seen{}
+	err := block(c, func(key string, args []string) error {
+		switch key {
+		case "ttl", "fallthrough", "soa", "ns", "max_probes", "latency_table", "api":
+			if err := opts.once(c, "", key); err != nil {
+				return err
 			}
-			n, err := strconv.ParseUint(args[0], 10, 32)
+		}
+		switch key {
+		case "ttl":
+			v, err := oneArg(c, args)
+			if err != nil {
+				return err
+			}
+			n, err := strconv.ParseUint(v, 10, 32)
 			if err != nil || n > math.MaxInt32 {
-				return nil, c.Errf("ttl: invalid value '%s', expected seconds from 0 to %d", args[0], math.MaxInt32)
+				return c.Errf("ttl: invalid value '%s', expected seconds from 0 to %d", v, math.MaxInt32)
 			}
 			cfg.TTL = uint32(n)
 		case "fallthrough":
-			cfg.Fall.SetZonesFromArgs(c.RemainingArgs())
+			cfg.Fall.SetZonesFromArgs(args)
 		case "soa":
-			if err := parseSOA(c, cfg); err != nil {
-				return nil, err
-			}
+			return parseSOA(c, cfg, args)
 		case "ns":
-			if err := parseNS(c, cfg); err != nil {
-				return nil, err
-			}
+			return parseNS(c, cfg, args)
 		case "max_probes":
-			args := c.RemainingArgs()
-			if len(args) != 1 {
-				return nil, c.ArgErr()
+			v, err := oneArg(c, args)
+			if err != nil {
+				return err
 			}
-			n, err := strconv.Atoi(args[0])
+			n, err := strconv.Atoi(v)
 			if err != nil || n < 1 || n > 1_000_000 {
-				return nil, c.Errf("max_probes: invalid value '%s', expected a number from 1 to 1000000", args[0])
+				return c.Errf("max_probes: invalid value '%s', expected a number from 1 to 1000000", v)
 			}
 			cfg.MaxInFlight = n
 		case "latency_table":
-			args := c.RemainingArgs()
-			if len(args) != 1 {
-				return nil, c.ArgErr()
-			}
-			path := rootPath(c, args[0])
-			cfg.LatencyTable, tablePos = path, pos{c.File(), c.Line()}
-		case "api":
-			a, err := parseAPI(c)
+			v, err := oneArg(c, args)
 			if err != nil {
-				return nil, err
+				return err
+			}
+			cfg.LatencyTable, tablePos = rootPath(c, v), pos{c.File(), c.Line()}
+		case "api":
+			a, err := parseAPI(c, args)
+			if err != nil {
+				return err
 			}
 			cfg.API = a
 		case "fleet":
-			if err := parseFleet(c, cfg); err != nil {
-				return nil, err
+			if len(args) != 0 {
+				return c.ArgErr()
 			}
+			return parseFleet(c, cfg)
 		case "region":
-			r, err := parseRegion(c, c.RemainingArgs())
+			r, err := parseRegion(c, args)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			if _, dup := cfg.Regions[r.Name]; dup {
-				return nil, c.Errf("region '%s' is defined twice", r.Name)
+				return c.Errf("region '%s' is defined twice", r.Name)
 			}
 			cfg.Regions[r.Name] = r
 		case "check":
-			spec, kids, err := parseCheck(c, cfg)
+			spec, kids, err := parseCheck(c, cfg, args)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			if kids != nil {
 				if children == nil {
@@ -123,14 +130,24 @@ func parse(c *caddy.Controller) (*Config, error) {
 			}
 			cfg.Checks[spec.Name] = spec
 		case "record":
-			rs, err := parseRecord(c, cfg)
+			rs, err := parseRecord(c, cfg, args)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			cfg.Records = append(cfg.Records, rs)
 		default:
-			return nil, c.Errf("unknown property '%s'", c.Val())
+			return c.Errf("unknown property '%s'", key)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if c.Next() { // the dispenser holds every healthroute line of the server block
+		if c.Val() != pluginName { // a block's '{' must be on the directive's line
+			return nil, c.Errf("unexpected '%s', expected '{' at the end of the healthroute line", c.Val())
+		}
+		return nil, c.Errf("healthroute is given twice in this server block (first at line %d), expected one healthroute block per server block", first)
 	}
 	if err := resolveChildren(cfg, children); err != nil {
 		return nil, err
@@ -153,8 +170,7 @@ func parse(c *caddy.Controller) (*Config, error) {
 }
 
 // parseAPI reads `api ADDRESS [{ token_file FILE }]`.
-func parseAPI(c *caddy.Controller) (*APIConfig, error) {
-	args := c.RemainingArgs()
+func parseAPI(c *caddy.Controller, args []string) (*APIConfig, error) {
 	if len(args) != 1 {
 		return nil, c.ArgErr()
 	}
@@ -162,22 +178,24 @@ func parseAPI(c *caddy.Controller) (*APIConfig, error) {
 		return nil, c.Errf("api: invalid address '%s', expected HOST:PORT such as 127.0.0.1:8053", args[0])
 	}
 	a := &APIConfig{Addr: args[0]}
+	opts := seen{}
 	err := block(c, func(key string, v []string) error {
 		switch key {
 		case "token_file":
-			if len(v) != 1 {
-				return c.ArgErr()
+			if err := opts.once(c, "api: ", key); err != nil {
+				return err
 			}
-			path := rootPath(c, v[0])
+			f, err := oneArg(c, v)
+			if err != nil {
+				return err
+			}
+			path := rootPath(c, f)
 			tok, err := os.ReadFile(path)
 			if err != nil {
 				return c.Errf("api: token_file: %v", err)
 			}
-			switch n := len(strings.TrimSpace(string(tok))); {
-			case n == 0:
-				return c.Errf("api: token_file: %s is empty, expected a token", path)
-			case n < 16:
-				log.Warningf("api: token_file: %s holds a token of %d characters; use at least 16 (openssl rand -base64 32)", path, n)
+			if n := len(strings.TrimSpace(string(tok))); n < operator.MinTokenLen {
+				return c.Errf("api: token_file: %s holds a token of %d characters, expected at least %d (openssl rand -base64 32 prints one)", path, n, operator.MinTokenLen)
 			}
 			a.TokenFile = path
 		default:
@@ -192,12 +210,22 @@ func parseRegion(c *caddy.Controller, args []string) (Region, error) {
 	if len(args) != 3 {
 		return Region{}, c.ArgErr()
 	}
-	lat, err1 := strconv.ParseFloat(args[1], 64)
-	lon, err2 := strconv.ParseFloat(args[2], 64)
-	if err1 != nil || err2 != nil || lat < -90 || lat > 90 || lon < -180 || lon > 180 {
-		return Region{}, c.Errf("region %s: invalid coordinates '%s %s', expected LATITUDE (-90..90) LONGITUDE (-180..180)", args[0], args[1], args[2])
+	lat, lon, ok := parseCoords(args[1], args[2])
+	if !ok {
+		return Region{}, c.Errf("region %s: invalid coordinates '%s %s', expected %s", args[0], args[1], args[2], coordsWant)
 	}
 	return Region{Name: args[0], Lat: lat, Lon: lon}, nil
+}
+
+// coordsWant says what parseCoords accepts, for error messages.
+const coordsWant = "LATITUDE (-90..90) LONGITUDE (-180..180) in decimal degrees"
+
+// parseCoords reads a latitude and a longitude in decimal degrees. NaN, infinities
+// and values off the globe are refused.
+func parseCoords(lat, lon string) (float64, float64, bool) {
+	la, err1 := strconv.ParseFloat(lat, 64)
+	lo, err2 := strconv.ParseFloat(lon, 64)
+	return la, lo, err1 == nil && err2 == nil && view.ValidCoords(la, lo)
 }
 
 // childRef is a calculated check's child, by name, with where it was named.
@@ -206,9 +234,36 @@ type childRef struct {
 	pos  pos
 }
 
-// parseCheck reads `check NAME TYPE TARGET... [{ OPTIONS }]`.
-func parseCheck(c *caddy.Controller, cfg *Config) (*health.Spec, []childRef, error) {
-	args := c.RemainingArgs()
+// probed are the check types that send probes of their own.
+var probed = []health.Type{health.HTTP, health.HTTPS, health.TCP, health.WebSocket, health.GRPC, health.Prometheus}
+
+// checkOptions lists every check option with the types it applies to; nil: every
+// type. Each option is given at most once.
+var checkOptions = map[string][]health.Type{
+	"interval": probed, "timeout": probed, "failure_threshold": probed, "recovery_threshold": probed,
+	"threshold":         {health.Calculated},
+	"host":              {health.HTTP, health.HTTPS, health.WebSocket},
+	"match":             {health.HTTP, health.HTTPS},
+	"status":            {health.HTTP, health.HTTPS},
+	"send":              {health.WebSocket},
+	"expect":            {health.WebSocket},
+	"service":           {health.GRPC},
+	"tls":               {health.GRPC},
+	"query":             {health.Prometheus},
+	"insufficient_data": {health.Prometheus},
+	"invert":            nil,
+	"disabled":          nil,
+}
+
+// Duration ranges of check options.
+const (
+	maxInterval = 24 * time.Hour
+	minTimeout  = time.Millisecond
+	maxTimeout  = time.Hour
+)
+
+// parseCheck reads `check NAME TYPE TARGET... [{ OPTIONS }]`; args are the line's.
+func parseCheck(c *caddy.Controller, cfg *Config, args []string) (*health.Spec, []childRef, error) {
 	if len(args) < 2 {
 		return nil, nil, c.ArgErr()
 	}
@@ -246,12 +301,17 @@ func parseCheck(c *caddy.Controller, cfg *Config) (*health.Spec, []childRef, err
 		s.Target = target
 	}
 	recovery := 0
+	opts := seen{}
 	err := block(c, func(key string, a []string) error {
-		one := func() (string, error) {
-			if len(a) != 1 {
-				return "", c.ArgErr()
-			}
-			return a[0], nil
+		types, known := checkOptions[key]
+		if !known {
+			return c.Errf("check %s: unknown property '%s'", name, key)
+		}
+		if types != nil && !slices.Contains(types, typ) {
+			return c.Errf("check %s: %s applies to %s checks only, not %s", name, key, typeList(types), typ)
+		}
+		if err := opts.once(c, "check "+name+": ", key); err != nil {
+			return err
 		}
 		flag := func(f *bool) error {
 			if len(a) != 0 {
@@ -262,33 +322,24 @@ func parseCheck(c *caddy.Controller, cfg *Config) (*health.Spec, []childRef, err
 		}
 		switch key {
 		case "interval", "timeout":
-			v, err := one()
+			v, err := oneArg(c, a)
 			if err != nil {
 				return err
 			}
-			min := health.MinInterval
+			lo, hi, d := health.MinInterval, maxInterval, &s.Interval
 			if key == "timeout" {
-				min = time.Millisecond
+				lo, hi, d = minTimeout, maxTimeout, &s.Timeout
 			}
-			d, err := time.ParseDuration(v)
-			if err != nil || d < min {
-				return c.Errf("check %s: %s: invalid duration '%s', expected a duration of at least %s", name, key, v, min)
-			}
-			if key == "interval" {
-				s.Interval = d
-			} else {
-				s.Timeout = d
+			if *d, err = time.ParseDuration(v); err != nil || *d < lo || *d > hi {
+				return c.Errf("check %s: %s: invalid duration '%s', expected a duration from %s to %s", name, key, v, lo, hi)
 			}
 		case "failure_threshold", "recovery_threshold", "threshold":
-			v, err := one()
+			v, err := oneArg(c, a)
 			if err != nil {
 				return err
 			}
 			lo, hi := 1, 10
 			if key == "threshold" {
-				if typ != health.Calculated {
-					return c.Errf("check %s: threshold applies to calculated checks only", name)
-				}
 				lo, hi = 0, 256
 			}
 			n, err := strconv.Atoi(v)
@@ -304,12 +355,12 @@ func parseCheck(c *caddy.Controller, cfg *Config) (*health.Spec, []childRef, err
 				s.Threshold = n
 			}
 		case "host":
-			v, err := one()
+			v, err := oneArg(c, a)
 			if err != nil {
 				return err
 			}
 			s.Host = v
-		case "match", "send", "expect", "service":
+		case "match", "send", "expect", "service", "query":
 			if len(a) == 0 {
 				return c.ArgErr()
 			}
@@ -326,9 +377,11 @@ func parseCheck(c *caddy.Controller, cfg *Config) (*health.Spec, []childRef, err
 				s.Expect = v
 			case "service":
 				s.Service = v
+			case "query":
+				s.Query = v
 			}
 		case "status":
-			v, err := one()
+			v, err := oneArg(c, a)
 			if err != nil {
 				return err
 			}
@@ -348,13 +401,8 @@ func parseCheck(c *caddy.Controller, cfg *Config) (*health.Spec, []childRef, err
 			return flag(&s.Disabled)
 		case "tls":
 			return flag(&s.TLS)
-		case "query":
-			if len(a) == 0 {
-				return c.ArgErr()
-			}
-			s.Query = strings.Join(a, " ")
 		case "insufficient_data":
-			v, err := one()
+			v, err := oneArg(c, a)
 			if err != nil {
 				return err
 			}
@@ -368,8 +416,6 @@ func parseCheck(c *caddy.Controller, cfg *Config) (*health.Spec, []childRef, err
 			default:
 				return c.Errf("check %s: insufficient_data: invalid value '%s', expected healthy, unhealthy or last_known", name, v)
 			}
-		default:
-			return c.Errf("check %s: unknown property '%s'", name, key)
 		}
 		return nil
 	})
@@ -384,29 +430,22 @@ func parseCheck(c *caddy.Controller, cfg *Config) (*health.Spec, []childRef, err
 	if typ == health.Prometheus && s.Query == "" {
 		return nil, nil, c.Errf("check %s: prometheus needs a query", name)
 	}
-	for _, only := range []struct {
-		set   bool
-		what  string
-		types []health.Type
-	}{
-		{s.Match != "" || s.Status != [2]int{}, "match and status apply to", []health.Type{health.HTTP, health.HTTPS}},
-		{s.Host != "", "host applies to", []health.Type{health.HTTP, health.HTTPS, health.WebSocket}},
-		{s.Send != "" || s.Expect != "", "send and expect apply to", []health.Type{health.WebSocket}},
-		{s.Service != "" || s.TLS, "service and tls apply to", []health.Type{health.GRPC}},
-		{s.Query != "" || s.NoData != health.LastKnown, "query and insufficient_data apply to", []health.Type{health.Prometheus}},
-	} {
-		if only.set && !slices.Contains(only.types, typ) {
-			names := make([]string, len(only.types))
-			for i, t := range only.types {
-				names[i] = t.String()
-			}
-			return nil, nil, c.Errf("check %s: %s %s checks only, not %s", name, only.what, strings.Join(names, " and "), typ)
-		}
-	}
 	if typ == health.Calculated && s.Threshold > len(kids) {
 		log.Warningf("check %s: threshold %d is more than its %d children: always unhealthy", name, s.Threshold, len(kids))
 	}
 	return s, kids, nil
+}
+
+// typeList names check types for an error message: "http, https and websocket".
+func typeList(types []health.Type) string {
+	names := make([]string, len(types))
+	for i, t := range types {
+		names[i] = t.String()
+	}
+	if len(names) == 1 {
+		return names[0]
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
 
 // checkTarget validates a check's target for its type and returns it normalized.
@@ -485,13 +524,41 @@ func resolveChildren(cfg *Config, children map[*health.Spec][]childRef) error {
 			return err
 		}
 	}
+	// Evaluating a calculated check walks its children recursively, a child shared by
+	// several parents once per path: ladders of shared children grow exponentially.
+	// Bound the sum over every check, counted the same way (saturating).
+	size := map[*health.Spec]int{}
+	var expand func(s *health.Spec) int
+	expand = func(s *health.Spec) int {
+		if n, ok := size[s]; ok {
+			return n
+		}
+		n := 1
+		for _, k := range s.Children {
+			n = min(n+expand(k), maxCheckExpansion+1)
+		}
+		size[s] = n
+		return n
+	}
+	total := len(cfg.Checks) - len(order)
+	for _, s := range order {
+		if total += expand(s); total > maxCheckExpansion {
+			return children[s][0].pos.errorf("check %s: calculated checks expand to more than %d child evaluations (a child shared by several parents counts once per path), expected at most %d: share fewer children between nested calculated checks", s.Name, maxCheckExpansion, maxCheckExpansion)
+		}
+	}
 	return nil
 }
 
-// block parses the optional "{ ... }" after a line's arguments. RemainingArgs
-// stops in front of '{', so another NextArg on the same line can only be '{'. A
-// block may also sit on one line, `{ token_file FILE }`: the '}' then arrives as the
-// line's last argument.
+// maxCheckExpansion bounds the checks evaluated, counted once per path through
+// calculated checks, to judge every check of a block once.
+const maxCheckExpansion = 1_000_000
+
+// block parses the optional "{ ... }" after a line's arguments, calling each with
+// every line's first token and the rest of that line. It is the one way blocks are
+// read, at every level: the caller reads its own line's arguments first (RemainingArgs
+// stops in front of '{'), so the only token left on the line is '{'. A block may sit on
+// one line, `{ token_file FILE }`: its '}' then arrives as the line's last argument,
+// or, after a nested one-line block, as the next token on the line.
 func block(c *caddy.Controller, each func(key string, args []string) error) error {
 	if !c.NextArg() {
 		return nil
@@ -508,6 +575,12 @@ func block(c *caddy.Controller, each func(key string, args []string) error) erro
 		if closed {
 			return nil
 		}
+		if c.NextArg() { // each left a token on its line: '{' it did not read, or our '}'
+			if c.Val() == "}" {
+				return nil
+			}
+			return c.Errf("%s: unexpected '%s', expected the end of the line (%s takes no block)", key, c.Val(), key)
+		}
 	}
 	return c.EOFErr()
 }
@@ -518,6 +591,28 @@ func closing(args []string) ([]string, bool) {
 		return args[:n-1], true
 	}
 	return args, false
+}
+
+// oneArg returns an option's single argument.
+func oneArg(c *caddy.Controller, args []string) (string, error) {
+	if len(args) != 1 {
+		return "", c.ArgErr()
+	}
+	return args[0], nil
+}
+
+// seen remembers the line of each single-valued option of one block, so a second
+// one is refused rather than silently winning.
+type seen map[string]int
+
+// once records key, or refuses it when the block gave it already; prefix names the
+// block in the error ("check web: ").
+func (s seen) once(c *caddy.Controller, prefix, key string) error {
+	if line, dup := s[key]; dup {
+		return c.Errf("%s%s is given twice (first at line %d), expected it once", prefix, key, line)
+	}
+	s[key] = c.Line()
+	return nil
 }
 
 // rootPath resolves a file named in the Corefile: a relative path is relative to the

@@ -19,14 +19,17 @@ import (
 )
 
 // The routing tree has two layers. A plan is built once per configuration: one node
-// per (entry name, record set, type), with every leaf's RRs prebuilt for the name a
-// client asks for (alias answers are flattened, docs/routing.md#answers). A table is built from
+// per record group (record set, type), shared by every name whose alias tree reaches
+// it, so the plan grows linearly with the configuration however deep aliases nest.
+// Leaves hold their RRs prebuilt under their own record set's name; a name that
+// reaches a leaf through an alias answers under its own name (alias answers are
+// flattened, docs/routing.md#answers), from a copy its entry builds the first time it is asked
+// and keeps. A table is built from
 // a plan and a health snapshot each time health changes: for every node, the members a
 // query may pick and how. Queries read one table through an atomic pointer and never
 // evaluate health themselves.
 
-// node is one record group (a record set's members of one type) as reached from one
-// entry name.
+// node is one record group: a record set's members of one type.
 type node struct {
 	id      int // index into table.st
 	set     *RecordSet
@@ -46,17 +49,45 @@ type node struct {
 
 // mnode is a member of a node: a leaf with prebuilt RRs, or an alias to a child node.
 type mnode struct {
-	m      *Member
-	rrs    []dns.RR   // leaf RRs, owner = the entry name; capped, never mutated
-	rots   [][]dns.RR // with several values: every rotation of rrs, for a random order
-	child  *node      // alias target
-	region int        // latency: the plan's region id
+	m *Member
+	leaf
+	child  *node // alias target
+	region int   // latency: the plan's region id
+}
+
+// leaf is a member's prebuilt answer.
+type leaf struct {
+	rrs  []dns.RR   // owner = the record set's name; capped, never mutated
+	rots [][]dns.RR // with several values: every rotation of rrs, for a random order
+}
+
+func newLeaf(owner string, m *Member, ttl uint32) leaf {
+	rrs := leafRRs(owner, m, ttl)
+	return leaf{rrs: rrs, rots: rotations(rrs)}
 }
 
 // entry is what a name answers: one node per type it serves.
 type entry struct {
 	a, aaaa, cname *node
 	wild           bool // owner is "*.parent": answers carry the query name
+	set            *RecordSet
+	aliased        *sync.Map // *mnode -> *leaf: leaves of other record sets, named for set; nil without aliases
+}
+
+// leaf returns n's member mn as e answers it: the member's own leaf when it belongs to
+// e's record set (or e is a wildcard, whose answers are renamed anyway); else a copy
+// named for e, built on first use and kept, so queries after the first allocate
+// nothing and memory grows only with the (name, leaf) pairs actually answered.
+func (e *entry) leaf(n *node, mn *mnode, ttl uint32) *leaf {
+	if e.wild || n.set == e.set {
+		return &mn.leaf
+	}
+	if l, ok := e.aliased.Load(mn); ok {
+		return l.(*leaf)
+	}
+	l := newLeaf(e.set.Name, mn.m, ttl)
+	v, _ := e.aliased.LoadOrStore(mn, &l)
+	return v.(*leaf)
 }
 
 // plan is the health-independent part of the routing tree.
@@ -124,12 +155,15 @@ func newPlan(cfg *Config) *plan {
 			p.ns[z] = append(p.ns[z], &dns.NS{Hdr: dns.RR_Header{Name: z, Rrtype: dns.TypeNS, Class: dns.ClassINET, Ttl: cfg.TTL}, Ns: n})
 		}
 	}
+	memo := map[memoKey]*node{} // one node per record group, shared by every entry
 	for _, rs := range cfg.Records {
-		memo := map[memoKey]*node{}
-		e := &entry{wild: strings.HasPrefix(rs.Name, "*.")}
-		e.a = p.build(rs.Name, rs, dns.TypeA, sets, memo)
-		e.aaaa = p.build(rs.Name, rs, dns.TypeAAAA, sets, memo)
-		e.cname = p.build(rs.Name, rs, dns.TypeCNAME, sets, memo)
+		e := &entry{wild: strings.HasPrefix(rs.Name, "*."), set: rs}
+		e.a = p.build(rs, dns.TypeA, sets, memo)
+		e.aaaa = p.build(rs, dns.TypeAAAA, sets, memo)
+		e.cname = p.build(rs, dns.TypeCNAME, sets, memo)
+		if !e.wild && hasAlias(e.a, e.aaaa, e.cname) {
+			e.aliased = new(sync.Map)
+		}
 		if e.wild {
 			p.wild[rs.Name[2:]] = e
 		} else {
@@ -165,15 +199,30 @@ func newPlan(cfg *Config) *plan {
 	return p
 }
 
+// hasAlias reports whether any of nodes has an alias member.
+func hasAlias(nodes ...*node) bool {
+	for _, n := range nodes {
+		if n == nil {
+			continue
+		}
+		for _, mn := range n.members {
+			if mn.child != nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 type memoKey struct {
-	set   string
+	set   *RecordSet
 	qtype uint16
 }
 
-// build returns the node for rs's members of qtype as reached from owner, or nil when
-// rs serves no such records. Nodes reached twice from one owner are shared.
-func (p *plan) build(owner string, rs *RecordSet, qtype uint16, sets map[string]*RecordSet, memo map[memoKey]*node) *node {
-	key := memoKey{rs.Name, qtype}
+// build returns the node for rs's members of qtype, or nil when rs serves no such
+// records. Each group is built once: memo holds every node built so far.
+func (p *plan) build(rs *RecordSet, qtype uint16, sets map[string]*RecordSet, memo map[memoKey]*node) *node {
+	key := memoKey{rs, qtype}
 	if n, ok := memo[key]; ok {
 		return n
 	}
@@ -191,7 +240,7 @@ func (p *plan) build(owner string, rs *RecordSet, qtype uint16, sets map[string]
 		var mn mnode
 		switch {
 		case m.Kind == KindAlias:
-			child := p.build(owner, sets[m.Target], qtype, sets, memo)
+			child := p.build(sets[m.Target], qtype, sets, memo)
 			if child == nil {
 				continue
 			}
@@ -201,8 +250,7 @@ func (p *plan) build(owner string, rs *RecordSet, qtype uint16, sets map[string]
 				n.healthKids = append(n.healthKids, child)
 			}
 		case m.Kind.qtype() == qtype:
-			mn = mnode{m: m, rrs: leafRRs(owner, m, p.ttl)}
-			mn.rots = rotations(mn.rrs)
+			mn = mnode{m: m, leaf: newLeaf(rs.Name, m, p.ttl)}
 		default:
 			continue
 		}
@@ -638,7 +686,7 @@ func (r *Resolver) step(t *table, q *Query, name, zone string, ans *Answer) {
 		}
 		return
 	}
-	ans.RRs, ans.Scope = r.walk(t, n, q, ans)
+	ans.RRs, ans.Scope = r.walk(t, e, n, q, ans)
 	if len(ans.RRs) == 0 { // a client-dependent group with no record for this client
 		ans.Ns, ans.leafSet, ans.leaf, ans.resortSet = p.neg[zone], nil, nil, nil
 		return
@@ -758,9 +806,10 @@ func (p *plan) lookup(name, zone string) *entry {
 	return nil
 }
 
-// walk descends from n to a leaf: static nodes by their precomputed choice, client
-// dependent ones by ranking for q. scope is the ECS scope of the choices made.
-func (r *Resolver) walk(t *table, n *node, q *Query, ans *Answer) (rrs []dns.RR, scope uint8) {
+// walk descends from n, a node of e, to a leaf: static nodes by their precomputed
+// choice, client dependent ones by ranking for q. scope is the ECS scope of the
+// choices made.
+func (r *Resolver) walk(t *table, e *entry, n *node, q *Query, ans *Answer) (rrs []dns.RR, scope uint8) {
 	for {
 		st := &t.st[n.id]
 		ans.leafSet = n.set
@@ -782,7 +831,7 @@ func (r *Resolver) walk(t *table, n *node, q *Query, ans *Answer) (rrs []dns.RR,
 				ans.resortSet = n.set
 			}
 			ans.leaf = nil
-			rrs := r.pickSet(n, st)
+			rrs := r.pickSet(e, n, st, t.plan.ttl)
 			if q.trace != nil {
 				r.explain(t, n, q, -1)
 			}
@@ -799,10 +848,11 @@ func (r *Resolver) walk(t *table, n *node, q *Query, ans *Answer) (rrs []dns.RR,
 		mn := &n.members[i]
 		if mn.child == nil {
 			ans.leaf = mn.m
-			if mn.rots != nil {
-				return mn.rots[r.rand(uint64(len(mn.rots)))], scope
+			l := e.leaf(n, mn, t.plan.ttl)
+			if l.rots != nil {
+				return l.rots[r.rand(uint64(len(l.rots)))], scope
 			}
-			return mn.rrs, scope
+			return l.rrs, scope
 		}
 		n = mn.child
 	}
@@ -833,7 +883,7 @@ const maxMultivalue = 8
 
 // pickSet answers a multivalue node: every candidate when there are at most eight, else
 // eight distinct ones at random, in random order. The slice is the response's own.
-func (r *Resolver) pickSet(n *node, st *nodeState) []dns.RR {
+func (r *Resolver) pickSet(e *entry, n *node, st *nodeState, ttl uint32) []dns.RR {
 	k := len(st.cands)
 	var chosen [maxMultivalue]int32
 	if k <= maxMultivalue {
@@ -857,7 +907,7 @@ func (r *Resolver) pickSet(n *node, st *nodeState) []dns.RR {
 	}
 	out := make([]dns.RR, 0, size)
 	for _, i := range chosen[:k] {
-		out = append(out, n.members[i].rrs...)
+		out = append(out, e.leaf(n, &n.members[i], ttl).rrs...)
 	}
 	return out
 }

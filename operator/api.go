@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -158,8 +159,8 @@ func (s *server) getExplain(w http.ResponseWriter, r *http.Request) {
 	if qv.Get("lat") != "" || qv.Get("lon") != "" {
 		lat, err1 := strconv.ParseFloat(qv.Get("lat"), 64)
 		lon, err2 := strconv.ParseFloat(qv.Get("lon"), 64)
-		if err1 != nil || err2 != nil {
-			apiError(w, http.StatusBadRequest, "lat, lon: expected decimal degrees")
+		if err1 != nil || err2 != nil || !view.ValidCoords(lat, lon) {
+			apiError(w, http.StatusBadRequest, "lat, lon: expected decimal degrees, latitude -90..90 and longitude -180..180")
 			return
 		}
 		q.Lat, q.Lon, q.HasCoords = lat, lon, true
@@ -198,6 +199,10 @@ func parseClient(s string) (netip.Prefix, error) {
 	return netip.PrefixFrom(a, a.BitLen()), nil
 }
 
+// MinTokenLen is the shortest bearer token accepted: setup refuses a shorter one, and
+// an override request finding one (a file emptied or rewritten since) is refused.
+const MinTokenLen = 16
+
 // postOverride handles POST /v1/checks/NAME/override with healthy, unhealthy or none
 // (as the body, or the form field state), authorised by the bearer token.
 func (s *server) postOverride(w http.ResponseWriter, r *http.Request) {
@@ -212,6 +217,10 @@ func (s *server) postOverride(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		log.Errorf("api: token_file: %v", err)
 		apiError(w, http.StatusForbidden, "overrides are disabled: the token file cannot be read")
+		return
+	}
+	if n := len(strings.TrimSpace(string(want))); n < MinTokenLen { // emptied or shortened since startup: never matches
+		apiError(w, http.StatusForbidden, fmt.Sprintf("overrides are disabled: the token file holds %d characters, expected at least %d", n, MinTokenLen))
 		return
 	}
 	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")

@@ -205,7 +205,8 @@ func TestAPIExplain(t *testing.T) {
 		t.Errorf("DNS answer %s, explain %v", got, v.Answer)
 	}
 
-	for _, bad := range []string{"name=", "name=www.example.org&type=NOPE", "name=www.example.org&client=300.1.1.1", "name=www.example.org&lat=north&lon=1"} {
+	for _, bad := range []string{"name=", "name=www.example.org&type=NOPE", "name=www.example.org&client=300.1.1.1", "name=www.example.org&lat=north&lon=1",
+		"name=www.example.org&lat=NaN&lon=NaN", "name=www.example.org&lat=0&lon=Inf", "name=www.example.org&lat=91&lon=0"} {
 		if code, body := httpDo(t, "GET", f.base+"/v1/explain?"+bad, "", ""); code != http.StatusBadRequest || !strings.Contains(body, `"error"`) {
 			t.Errorf("explain?%s: %d %s, want 400 with an error", bad, code, body)
 		}

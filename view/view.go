@@ -90,6 +90,13 @@ type Question struct {
 	HasCoords    bool // Lat and Lon are known
 }
 
+// ValidCoords reports whether lat and lon are a place on the globe in decimal degrees:
+// latitude within -90..90, longitude within -180..180, neither NaN nor infinite. Every
+// coordinate healthroute reads (Corefile, geoip metadata, explain questions) passes it.
+func ValidCoords(lat, lon float64) bool {
+	return lat >= -90 && lat <= 90 && lon >= -180 && lon <= 180 // false for NaN
+}
+
 // Explanation is a query's answer with the decisions that led to it.
 type Explanation struct {
 	Name   string   `json:"name"`

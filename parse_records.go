@@ -1,34 +1,26 @@
 package healthroute
 
 import (
-	"fmt"
 	"net/netip"
 	"strconv"
 	"strings"
 
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/plugin"
-	"github.com/miekg/dns"
 )
 
-// parsePolicy maps a Corefile spelling to a Policy. Policies whose selection is not
-// built yet are refused here, with a clear message, rather than answering wrongly.
+// parsePolicy maps a Corefile spelling to a Policy.
 func parsePolicy(s string) (Policy, bool) {
 	for p, n := range policyNames {
 		if n != "" && n == s {
-			return Policy(p), supported[Policy(p)]
+			return Policy(p), true
 		}
 	}
 	return 0, false
 }
 
-// supported lists the policies the resolver implements.
-var supported = map[Policy]bool{Simple: true, Weighted: true, Latency: true, Failover: true,
-	Geolocation: true, Geoproximity: true, Multivalue: true, IPBased: true}
-
-// parseRecord reads `record NAME POLICY { MEMBERS }`.
-func parseRecord(c *caddy.Controller, cfg *Config) (*RecordSet, error) {
-	args := c.RemainingArgs()
+// parseRecord reads `record NAME POLICY { MEMBERS }`; args are the line's.
+func parseRecord(c *caddy.Controller, cfg *Config, args []string) (*RecordSet, error) {
 	if len(args) != 2 {
 		return nil, c.ArgErr()
 	}
@@ -41,31 +33,26 @@ func parseRecord(c *caddy.Controller, cfg *Config) (*RecordSet, error) {
 	}
 	pol, ok := parsePolicy(strings.ToLower(args[1]))
 	if !ok {
-		return nil, c.Errf("record %s: unknown or unsupported policy '%s', expected simple, weighted, latency, failover, geolocation, geoproximity, multivalue or ip", name, args[1])
+		return nil, c.Errf("record %s: unknown policy '%s', expected simple, weighted, latency, failover, geolocation, geoproximity, multivalue or ip", name, args[1])
 	}
 	rs := &RecordSet{Name: name, Policy: pol, pos: pos{c.File(), c.Line()}}
-	if !c.NextArg() {
-		return nil, c.Errf("record %s: expected '{' and a member on each line", name)
-	}
-	for c.Next() {
-		if c.Val() == "}" {
-			if len(rs.Members) == 0 {
-				return nil, c.Errf("record %s: no members", name)
-			}
-			return rs, nil
-		}
-		first := c.Val()
-		args, closed := closing(c.RemainingArgs())
+	err := block(c, func(first string, args []string) error {
 		m, err := parseMember(c, cfg, rs, append([]string{first}, args...))
 		if err != nil {
-			return nil, err
+			return err
 		}
 		rs.Members = append(rs.Members, m)
-		if closed { // a one-line block: record NAME POLICY { MEMBER }
-			return rs, nil
-		}
+		return nil
+	})
+	switch {
+	case err != nil:
+		return nil, err
+	case len(rs.Members) == 0 && c.Val() != "}": // no block at all
+		return nil, c.Errf("record %s: expected '{' and a member on each line", name)
+	case len(rs.Members) == 0:
+		return nil, c.Errf("record %s: no members", name)
 	}
-	return nil, c.EOFErr()
+	return rs, nil
 }
 
 // policyKeys says what a member line of each policy starts with, for error messages.
@@ -199,7 +186,12 @@ func parseMember(c *caddy.Controller, cfg *Config, rs *RecordSet, a []string) (*
 		}
 		return nil, c.Errf("record %s: unknown target type '%s', expected A, AAAA, CNAME or alias", rs.Name, a[0])
 	}
+	given := map[string]bool{}
 	for len(a) > 0 {
+		if given[a[0]] {
+			return nil, c.Errf("record %s: %s is given twice on one member, expected it once", rs.Name, a[0])
+		}
+		given[a[0]] = true
 		switch a[0] {
 		case "check":
 			if len(a) < 2 {
@@ -283,10 +275,9 @@ func parseProximityKey(c *caddy.Controller, cfg *Config, rs *RecordSet, m *Membe
 		if len(a) < 3 {
 			return nil, c.ArgErr()
 		}
-		lat, err1 := strconv.ParseFloat(a[1], 64)
-		lon, err2 := strconv.ParseFloat(a[2], 64)
-		if err1 != nil || err2 != nil || lat < -90 || lat > 90 || lon < -180 || lon > 180 {
-			return nil, c.Errf("record %s: coordinates: invalid '%s %s', expected LATITUDE (-90..90) LONGITUDE (-180..180)", rs.Name, a[1], a[2])
+		lat, lon, ok := parseCoords(a[1], a[2])
+		if !ok {
+			return nil, c.Errf("record %s: coordinates: invalid '%s %s', expected %s", rs.Name, a[1], a[2], coordsWant)
 		}
 		m.Lat, m.Lon, a = lat, lon, a[3:]
 	default:
@@ -332,209 +323,4 @@ func defaultID(m *Member) string {
 	default:
 		return key + strings.TrimSuffix(m.Target, ".")
 	}
-}
-
-// validate checks what needs the whole block: check and alias targets, cycles, set
-// identifiers, per-group membership rules and type clashes.
-func validate(cfg *Config) error {
-	sets := map[string]*RecordSet{}
-	cfg.members = 0
-	for i, rs := range cfg.Records {
-		rs.idx = i
-		for _, m := range rs.Members {
-			m.idx, cfg.members = cfg.members, cfg.members+1
-		}
-		if prev, dup := sets[rs.Name]; dup {
-			return rs.pos.errorf("record %s: defined twice (first at line %d); put every member in one block", rs.Name, prev.pos.line)
-		}
-		sets[rs.Name] = rs
-	}
-	for _, rs := range cfg.Records {
-		ids := map[string]bool{}
-		for _, m := range rs.Members {
-			if ids[m.ID] {
-				return m.pos.errorf("record %s: duplicate set identifier '%s', give each member a unique id", rs.Name, m.ID)
-			}
-			ids[m.ID] = true
-			if m.checkName != "" {
-				spec, ok := cfg.Checks[m.checkName]
-				if !ok {
-					return m.pos.errorf("record %s: unknown check '%s'", rs.Name, m.checkName)
-				}
-				m.Check = spec
-			}
-			if m.Kind == KindAlias {
-				if _, ok := sets[m.Target]; !ok {
-					return m.pos.errorf("record %s: unknown alias target '%s', expected a record defined in this block", rs.Name, m.Target)
-				}
-			}
-			if rs.Policy == Geoproximity {
-				if m.Region != "" {
-					r, ok := cfg.Regions[m.Region]
-					if !ok {
-						return m.pos.errorf("record %s: unknown region '%s', expected one defined with 'region NAME LATITUDE LONGITUDE'", rs.Name, m.Region)
-					}
-					m.Lat, m.Lon = r.Lat, r.Lon
-				}
-				m.Lat, m.Lon = truncate2(m.Lat), truncate2(m.Lon) // as Route 53 does
-			}
-			if rs.Policy == Multivalue && (m.Kind == KindAlias || m.Kind == KindCNAME) {
-				return m.pos.errorf("record %s: multivalue members must be A or AAAA, not %s", rs.Name, m.Kind)
-			}
-		}
-	}
-	// Alias cycles, then which types each name serves (aliases inherit their targets').
-	served := map[string]kinds{}
-	state := map[string]int{}
-	var visit func(rs *RecordSet, path []string) error
-	visit = func(rs *RecordSet, path []string) error {
-		switch state[rs.Name] {
-		case 1:
-			return rs.pos.errorf("record %s: alias cycle: %s", rs.Name, strings.Join(append(path, rs.Name), " -> "))
-		case 2:
-			return nil
-		}
-		state[rs.Name] = 1
-		var k kinds
-		for _, m := range rs.Members {
-			if m.Kind != KindAlias {
-				k = k.with(m.Kind)
-				continue
-			}
-			t := sets[m.Target]
-			if err := visit(t, append(path, rs.Name)); err != nil {
-				return err
-			}
-			if served[t.Name] == 0 {
-				return m.pos.errorf("record %s: alias target '%s' serves no records", rs.Name, m.Target)
-			}
-			k |= served[t.Name]
-		}
-		if k.has(KindCNAME) && (k.has(KindA) || k.has(KindAAAA)) {
-			return rs.pos.errorf("record %s: CNAME and A/AAAA at one name (directly or through aliases); a CNAME must be alone", rs.Name)
-		}
-		served[rs.Name] = k
-		state[rs.Name] = 2
-		return nil
-	}
-	for _, rs := range cfg.Records {
-		if err := visit(rs, nil); err != nil {
-			return err
-		}
-	}
-	// Per type group rules (A and AAAA members form separate groups).
-	for _, rs := range cfg.Records {
-		for _, t := range []Kind{KindA, KindAAAA, KindCNAME} {
-			var group []*Member
-			for _, m := range rs.Members {
-				if m.Kind == t || (m.Kind == KindAlias && served[m.Target].has(t)) {
-					group = append(group, m)
-				}
-			}
-			if err := validateGroup(rs, t, group); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-func validateGroup(rs *RecordSet, t Kind, group []*Member) error {
-	if len(group) == 0 {
-		return nil
-	}
-	switch rs.Policy {
-	case Simple:
-		if len(group) > 1 {
-			return group[1].pos.errorf("record %s: a simple record has one member per type, found %d for %s; list several addresses on one line", rs.Name, len(group), t)
-		}
-	case Failover:
-		var p, s int
-		for _, m := range group {
-			if m.Role == Primary {
-				p++
-			} else {
-				s++
-			}
-			if p > 1 || s > 1 {
-				return m.pos.errorf("record %s: failover has one primary and one secondary per type, found a second %s", rs.Name, roleName(m.Role))
-			}
-		}
-		if p == 0 {
-			return rs.pos.errorf("record %s: failover %s group has no primary", rs.Name, t)
-		}
-	case Weighted:
-		if len(group) > 100 {
-			return group[100].pos.errorf("record %s: at most 100 weighted members per type, found %d", rs.Name, len(group))
-		}
-	case Latency:
-		seen := map[string]bool{}
-		for _, m := range group {
-			if seen[m.Region] {
-				return m.pos.errorf("record %s: region '%s' has a second %s member; latency records have one per region", rs.Name, m.Region, t)
-			}
-			seen[m.Region] = true
-		}
-	case Geolocation:
-		seen := map[string]bool{}
-		for _, m := range group {
-			key := m.GeoCode
-			if m.Default {
-				key = "default"
-			}
-			if seen[key] {
-				return m.pos.errorf("record %s: location '%s' has a second %s member", rs.Name, key, t)
-			}
-			seen[key] = true
-		}
-		if !seen["default"] {
-			log.Warningf("record %s: geolocation %s group has no default: clients elsewhere get no answer", rs.Name, t)
-		}
-	case IPBased:
-		seen := map[netip.Prefix]bool{}
-		defaults := 0
-		for _, m := range group {
-			if m.Default {
-				if defaults++; defaults > 1 {
-					return m.pos.errorf("record %s: a second %s default member", rs.Name, t)
-				}
-			}
-			for _, p := range m.CIDRs {
-				if seen[p] {
-					return m.pos.errorf("record %s: prefix %s is in two %s members", rs.Name, p, t)
-				}
-				seen[p] = true
-			}
-		}
-		if defaults == 0 {
-			log.Warningf("record %s: ip %s group has no default: unmatched clients get no answer", rs.Name, t)
-		}
-	}
-	return nil
-}
-
-func roleName(r Role) string {
-	if r == Primary {
-		return "primary"
-	}
-	return "secondary"
-}
-
-// kinds is a set of Kind.
-type kinds uint8
-
-func (k kinds) with(x Kind) kinds { return k | 1<<x }
-func (k kinds) has(x Kind) bool   { return k&(1<<x) != 0 }
-
-// qtypeKind maps a member kind to its RR type.
-func (k Kind) qtype() uint16 {
-	switch k {
-	case KindA:
-		return dns.TypeA
-	case KindAAAA:
-		return dns.TypeAAAA
-	case KindCNAME:
-		return dns.TypeCNAME
-	}
-	panic(fmt.Sprintf("kind %s has no RR type", k))
 }
