@@ -225,16 +225,23 @@ func (h *HealthRoute) countSlow(server string, ans *Answer) {
 func (r *Resolver) observePublication(prev, t *table, took time.Duration) {
 	compileDuration.Observe(took.Seconds())
 	publicationsTotal.Inc()
-	for _, s := range r.plan.checks {
+	checks, nodes := t.flipped, t.changed // what the compile reached; nil: everything
+	if checks == nil {
+		checks = r.plan.checks
+	}
+	if nodes == nil {
+		nodes = r.plan.nodes
+	}
+	for _, s := range checks {
 		v := 0.0
 		if t.healthy(s) {
 			v = 1
 		}
 		checkHealthy.WithLabelValues(s.Name).Set(v)
 	}
-	for _, n := range r.plan.nodes {
-		was := prev != nil && prev.st[n.id].failOpen
-		if now := t.st[n.id].failOpen; now != was && !n.dynHealth {
+	for _, n := range nodes {
+		was := prev != nil && prev.state(n.id).failOpen
+		if now := t.state(n.id).failOpen; now != was && !n.dynHealth {
 			if now {
 				log.Warningf("record %s %s: every member is unhealthy: answering as if all were healthy (last resort)", n.set.Name, dns.TypeToString[n.qtype])
 			} else if prev != nil {
