@@ -82,45 +82,40 @@ func (probeObserver) Changed(spec *health.Spec, down bool) {
 	transitionsTotal.WithLabelValues(spec.Name, to).Inc()
 }
 
-// answerSeries is one series of an answerCounter.
-type answerSeries struct {
-	labels [4]string // the configuration's own strings: nothing is copied
-	n      atomic.Uint64
-}
-
 // answerCounter is a counter family for the query path, with a series per member of
-// every record set: a series costs its labels' headers and a word, about 160 bytes with
-// its map entry, where a CounterVec series costs about 800 (label pairs and hashes) and
-// with three members per name that was a third of a large configuration's memory.
-// Series live for the process, as a CounterVec's would: a reload continues them.
+// every record set. A series is its labels (the configuration's own strings, not
+// copied) as a map key and a word: about 100 bytes, where a CounterVec series costs
+// about 800 (label pairs and hashes), which with three members per name was a third
+// of a large configuration's memory. Series live for the process, as a CounterVec's
+// would: a reload continues them.
 type answerCounter struct {
 	desc   *prometheus.Desc
 	labels int
 	mu     sync.Mutex
-	series map[[4]string]*answerSeries
+	series map[[4]string]*atomic.Uint64
 }
 
 func newAnswerCounter(name, help string, labels ...string) *answerCounter {
 	c := &answerCounter{
 		desc:   prometheus.NewDesc(prometheus.BuildFQName(plugin.Namespace, "healthroute", name), help, labels, nil),
-		labels: len(labels), series: map[[4]string]*answerSeries{},
+		labels: len(labels), series: map[[4]string]*atomic.Uint64{},
 	}
 	prometheus.MustRegister(c)
 	return c
 }
 
 // get returns the series of labels, creating it (at zero) the first time.
-func (c *answerCounter) get(labels ...string) *answerSeries {
+func (c *answerCounter) get(labels ...string) *atomic.Uint64 {
 	var key [4]string
 	copy(key[:], labels)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	s, ok := c.series[key]
+	n, ok := c.series[key]
 	if !ok {
-		s = &answerSeries{labels: key}
-		c.series[key] = s
+		n = new(atomic.Uint64)
+		c.series[key] = n
 	}
-	return s
+	return n
 }
 
 // delete drops the series of labels (tests).
@@ -138,13 +133,13 @@ func (c *answerCounter) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 // Collect implements prometheus.Collector.
 func (c *answerCounter) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
-	all := make([]*answerSeries, 0, len(c.series))
-	for _, s := range c.series {
-		all = append(all, s)
+	ms := make([]prometheus.Metric, 0, len(c.series))
+	for labels, n := range c.series {
+		ms = append(ms, prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(n.Load()), labels[:c.labels]...))
 	}
 	c.mu.Unlock()
-	for _, s := range all {
-		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(s.n.Load()), s.labels[:c.labels]...)
+	for _, m := range ms {
+		ch <- m
 	}
 }
 
@@ -153,9 +148,9 @@ func (c *answerCounter) Collect(ch chan<- prometheus.Metric) {
 // an atomic add, not a label hash. A series is created the first time it is counted.
 type queryCounters struct {
 	server  string
-	answers []atomic.Pointer[answerSeries] // by Member.idx
-	sets    []atomic.Pointer[answerSeries] // by RecordSet.idx: multivalue answers
-	resort  []atomic.Pointer[answerSeries] // by RecordSet.idx: last-resort answers
+	answers []atomic.Pointer[atomic.Uint64] // by Member.idx
+	sets    []atomic.Pointer[atomic.Uint64] // by RecordSet.idx: multivalue answers
+	resort  []atomic.Pointer[atomic.Uint64] // by RecordSet.idx: last-resort answers
 }
 
 // counters returns the counters of server, creating them on its first query.
@@ -167,9 +162,9 @@ func (h *HealthRoute) counters(server string) *queryCounters {
 	if !ok {
 		sets := len(h.cfg.Records)
 		v, _ = h.serverCounters.LoadOrStore(server, &queryCounters{server: server,
-			answers: make([]atomic.Pointer[answerSeries], h.cfg.members),
-			sets:    make([]atomic.Pointer[answerSeries], sets),
-			resort:  make([]atomic.Pointer[answerSeries], sets)})
+			answers: make([]atomic.Pointer[atomic.Uint64], h.cfg.members),
+			sets:    make([]atomic.Pointer[atomic.Uint64], sets),
+			resort:  make([]atomic.Pointer[atomic.Uint64], sets)})
 	}
 	qc := v.(*queryCounters)
 	h.lastCounters.Store(qc)
@@ -177,7 +172,7 @@ func (h *HealthRoute) counters(server string) *queryCounters {
 }
 
 // load returns the series in slot, looking it up in c by labels the first time.
-func load(slot *atomic.Pointer[answerSeries], c *answerCounter, labels ...string) *answerSeries {
+func load(slot *atomic.Pointer[atomic.Uint64], c *answerCounter, labels ...string) *atomic.Uint64 {
 	if s := slot.Load(); s != nil {
 		return s
 	}
@@ -193,8 +188,8 @@ func (h *HealthRoute) count(server string, ans *Answer) {
 		return
 	}
 	if qc := h.lastCounters.Load(); qc != nil && qc.server == server && ans.leaf != nil && ans.resortSet == nil {
-		if s := qc.answers[ans.leaf.idx].Load(); s != nil {
-			s.n.Add(1)
+		if n := qc.answers[ans.leaf.idx].Load(); n != nil {
+			n.Add(1)
 			return
 		}
 	}
@@ -209,13 +204,13 @@ func (h *HealthRoute) countSlow(server string, ans *Answer) {
 	qc := h.counters(server)
 	if set := ans.leafSet; set != nil {
 		if m := ans.leaf; m != nil {
-			load(&qc.answers[m.idx], answersTotal, server, ans.Zone, set.Name, m.ID).n.Add(1)
+			load(&qc.answers[m.idx], answersTotal, server, ans.Zone, set.Name, m.ID).Add(1)
 		} else {
-			load(&qc.sets[set.idx], answersTotal, server, ans.Zone, set.Name, "multivalue").n.Add(1)
+			load(&qc.sets[set.idx], answersTotal, server, ans.Zone, set.Name, "multivalue").Add(1)
 		}
 	}
 	if set := ans.resortSet; set != nil {
-		load(&qc.resort[set.idx], lastResortTotal, server, ans.Zone, set.Name).n.Add(1)
+		load(&qc.resort[set.idx], lastResortTotal, server, ans.Zone, set.Name).Add(1)
 	}
 }
 

@@ -48,8 +48,8 @@ func TestMetricsLint(t *testing.T) {
 	probeObserver{}.Probed(spec, errors.New("refused"), time.Millisecond)
 	probeObserver{}.Changed(spec, true)
 	checkHealthy.WithLabelValues(spec.Name).Set(1)
-	answersTotal.get("dns://:53", "example.org.", "www.example.org.", "lint").n.Add(1)
-	lastResortTotal.get("dns://:53", "example.org.", "www.example.org.").n.Add(1)
+	answersTotal.get("dns://:53", "example.org.", "www.example.org.", "lint").Add(1)
+	lastResortTotal.get("dns://:53", "example.org.", "www.example.org.").Add(1)
 	t.Cleanup(func() {
 		checkHealthy.DeleteLabelValues(spec.Name)
 		probesTotal.DeleteLabelValues(spec.Name, "pass")

@@ -53,7 +53,7 @@ type mnode struct {
 	m *Member
 	leaf
 	child  *node // alias target
-	region int   // latency: the plan's region id
+	region int32 // latency: the plan's region id
 	check  int32 // the member's check: its index in plan.checks, -1 for none
 }
 
@@ -307,7 +307,7 @@ func (p *plan) build(rs *RecordSet, qtype uint16, sets map[string]*RecordSet, me
 			n.ip.add(b, i)
 		}
 		if rs.Policy == Latency {
-			mn.region = p.regionIDs[m.Region]
+			mn.region = int32(p.regionIDs[m.Region])
 		}
 		n.members = append(n.members, mn)
 	}
