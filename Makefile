@@ -1,9 +1,13 @@
-# Two entry points, both self-contained on a fresh machine with Go:
+# Entry points, each self-contained on a fresh machine with Go:
 #   make run   - build CoreDNS with healthroute and serve Corefile.example
 #   make test  - install what the tests need, then run every test with the race detector
+#                and every fuzz target for FUZZTIME_SHORT
+#   make fuzz  - run every fuzz target (func Fuzz* in any package) for FUZZTIME
 GO ?= go
+FUZZTIME ?= 30s
+FUZZTIME_SHORT ?= 5s
 
-.PHONY: run test deps build
+.PHONY: run test deps build fuzz
 run:
 	$(GO) run ./cmd/coredns -conf Corefile.example
 
@@ -16,3 +20,7 @@ deps:
 test: deps
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 20m ./...
+	GO=$(GO) ./scripts/fuzz $(FUZZTIME_SHORT)
+
+fuzz:
+	GO=$(GO) ./scripts/fuzz $(FUZZTIME)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/coredns/coredns/plugin/pkg/fall"
 	"github.com/healthroute/healthroute/health"
+	"github.com/healthroute/healthroute/health/fleet"
 )
 
 // Policy is a record set's routing policy.
@@ -79,9 +80,9 @@ type Config struct {
 	Checks       map[string]*health.Spec // by name
 	Records      []*RecordSet            // in Corefile order
 	MaxInFlight  int
-	Fleet        *fleetConfig // nil: this instance judges alone
-	SOA          SOAConfig    // the zones' SOA fields
-	NS           []string     // the zones' apex NS names, normalized; nil: no apex NS
+	Fleet        *fleet.Config // nil: this instance judges alone
+	SOA          SOAConfig     // the zones' SOA fields
+	NS           []string      // the zones' apex NS names, normalized; nil: no apex NS
 
 	members int  // how many members Records hold; Member.idx counts up to it
 	soaSet  bool // the soa property set the serial and timers

@@ -6,8 +6,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/coredns/caddy"
+
+	"github.com/healthroute/healthroute/health/fleet"
 )
 
 // keyFiles writes a good key (32 bytes, as `openssl rand -base64 32` prints) and a
@@ -34,6 +37,10 @@ fleet {
   name dns-a
   key_file ` + good + `
   quorum 25%
+  profile lan
+  heartbeat 500ms
+  suspicion 2s
+  max_connections 64 8
 }
 }`
 	cfg, err := parse(caddy.NewTestController("dns", input))
@@ -45,7 +52,8 @@ fleet {
 		t.Fatal("no fleet")
 	}
 	if f.Bind != netip.MustParseAddrPort("127.0.0.1:7946") || len(f.Join) != 2 || f.Join[1] != netip.MustParseAddrPort("127.0.0.3:7946") ||
-		f.Name != "dns-a" || string(f.Key) != "0123456789abcdef0123456789abcdef" || f.Quorum != 25 || f.Insecure {
+		f.Name != "dns-a" || string(f.Key) != "0123456789abcdef0123456789abcdef" || f.Quorum != 25 || f.Insecure ||
+		f.Profile != fleet.LAN || f.Beat != 500*time.Millisecond || f.Suspicion != 2*time.Second || f.Limits.Streams != 64 || f.Limits.StreamsPerPeer != 8 {
 		t.Errorf("fleet config: %+v", f)
 	}
 
@@ -54,7 +62,8 @@ fleet {
 		t.Fatal(err)
 	}
 	host, _ := os.Hostname()
-	if f := cfg.Fleet; f.Quorum != 18 || !f.Insecure || f.Key != nil || f.Name != host || f.Bind.Port() != 7946 {
+	if f := cfg.Fleet; f.Quorum != 18 || !f.Insecure || f.Key != nil || f.Name != host || f.Bind.Port() != 7946 ||
+		f.Profile != fleet.WAN || f.Beat != 0 || f.Suspicion != 0 || f.Limits != (fleet.Limits{}) {
 		t.Errorf("defaults: %+v", f)
 	}
 
@@ -82,32 +91,45 @@ func TestParseFleetErrors(t *testing.T) {
 		{"unknown property", "healthroute {\nfleet {\ninsecure\ngossip fast\n}\n}", 4, "fleet: unknown property 'gossip'"},
 		{"arguments", "healthroute {\nfleet 127.0.0.1:7946 {\ninsecure\n}\n}", 2, "Wrong argument count"},
 		{"twice", "healthroute {\nfleet {\ninsecure\n}\nfleet {\ninsecure\n}\n}", 5, "fleet is defined twice"},
+		{"bad profile", "healthroute {\nfleet {\ninsecure\nprofile metro\n}\n}", 4, "fleet: profile: invalid value 'metro', expected lan or wan"},
+		{"heartbeat too short", "healthroute {\nfleet {\ninsecure\nheartbeat 10ms\n}\n}", 4, "fleet: heartbeat: invalid duration '10ms', expected 100ms to 10s"},
+		{"heartbeat not a duration", "healthroute {\nfleet {\ninsecure\nheartbeat often\n}\n}", 4, "fleet: heartbeat: invalid duration 'often'"},
+		{"suspicion too long", "healthroute {\nfleet {\ninsecure\nsuspicion 1h\n}\n}", 4, "fleet: suspicion: invalid duration '1h', expected 300ms to 10m0s"},
+		{"suspicion under 3 heartbeats", "healthroute {\nfleet {\ninsecure\nsuspicion 4s\nheartbeat 2s\n}\n}", 4, "fleet: suspicion: 4s is less than 3 heartbeats (6s)"},
+		{"suspicion under 3 default heartbeats", "healthroute {\nfleet {\ninsecure\nsuspicion 2s\n}\n}", 4, "fleet: suspicion: 2s is less than 3 heartbeats (3s)"},
+		{"repeated option", "healthroute {\nfleet {\ninsecure\nquorum 20%\nquorum 30%\n}\n}", 5, "fleet: quorum: given twice"},
+		{"max_connections zero", "healthroute {\nfleet {\ninsecure\nmax_connections 0\n}\n}", 4, "fleet: max_connections: invalid value '0', expected a number from 1 to 4096"},
+		{"max_connections per address above total", "healthroute {\nfleet {\ninsecure\nmax_connections 8 16\n}\n}", 4, "fleet: max_connections: 16 per address is more than 8 in all"},
+		{"max_connections three values", "healthroute {\nfleet {\ninsecure\nmax_connections 8 4 2\n}\n}", 4, "Wrong argument count"},
 	})
 }
 
 func TestRegistryFleet(t *testing.T) {
 	r := &registry{}
-	fc := &fleetConfig{Name: "dns-a", Bind: netip.MustParseAddrPort("127.0.0.1:0"), Insecure: true, Quorum: 18}
-	s := r.acquire(&Config{Fleet: fc})
+	fc := &fleet.Config{Name: "dns-a", Bind: netip.MustParseAddrPort("127.0.0.1:0"), Insecure: true, Quorum: 18}
+	cfg := &Config{Fleet: fc}
+	s := r.acquire(cfg)
 	f := r.fleet()
 	if f == nil || s.Aggregator != f || f.Name() != "dns-a" || len(f.Members()) != 1 {
 		t.Fatalf("fleet %v, aggregator %v", f, s.Aggregator)
 	}
-	if r.acquire(&Config{Fleet: fc}) != s || r.fleet() != f {
+	if r.acquire(cfg) != s || r.fleet() != f {
 		t.Fatal("a second block must share the scheduler and the fleet")
 	}
-	r.release()
-	r.release()
+	r.release(cfg)
+	r.release(cfg)
 	if r.fleet() != nil {
 		t.Fatal("the last release must stop the fleet")
 	}
 	// A fleet that cannot bind leaves the instance judging alone.
 	a := &registry{}
-	a.acquire(&Config{Fleet: fc})
-	defer a.release()
+	ca := &Config{Fleet: fc}
+	a.acquire(ca)
+	defer a.release(ca)
 	b := &registry{}
-	b.acquire(&Config{Fleet: &fleetConfig{Name: "dns-b", Bind: netip.MustParseAddrPort(a.fleet().Addr()), Insecure: true}})
-	defer b.release()
+	cb := &Config{Fleet: &fleet.Config{Name: "dns-b", Bind: netip.MustParseAddrPort(a.fleet().Addr()), Insecure: true}}
+	b.acquire(cb)
+	defer b.release(cb)
 	if b.fleet() != nil || b.scheduler().Aggregator != nil {
 		t.Error("a fleet on a taken address must not be used")
 	}

@@ -301,7 +301,7 @@ func (h *HealthRoute) OnShutdown() error {
 		h.unwatch = nil
 	}
 	h.reg.scheduler().Release(h.specs())
-	h.reg.release()
+	h.reg.release(h.cfg)
 	return nil
 }
 

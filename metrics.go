@@ -34,15 +34,20 @@ var (
 		Namespace: plugin.Namespace, Subsystem: "healthroute", Name: "check_transitions_total",
 		Help: "Changes of a check's probed state, by the state changed to: healthy or unhealthy.",
 	}, []string{"check", "to"})
-	_ = promauto.NewGaugeFunc(prometheus.GaugeOpts{
-		Namespace: plugin.Namespace, Subsystem: "healthroute", Name: "probes_in_flight",
-		Help: "Probes running now, across every check.",
-	}, func() float64 {
-		if s := shared.scheduler(); s != nil {
-			return float64(s.InFlight())
-		}
-		return 0
-	})
+	_        = schedulerGauge("probes_in_flight", "Probes running now, across every check.", (*health.Scheduler).InFlight)
+	probeLag = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace, Subsystem: "healthroute", Name: "probe_lag_seconds",
+		Help: "How long after its due time a check's latest probe started, waiting for a free probe slot.",
+	}, []string{"check"})
+	probeLocalErrors = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace, Subsystem: "healthroute", Name: "probe_local_errors_total",
+		Help: "Probes with no result because this process lacked a resource (file descriptors, buffers, source ports); the check kept its state.",
+	}, []string{"check"})
+	_ = schedulerGauge("probe_backlog", "Checks past their due time, waiting for a free probe slot.", (*health.Scheduler).Backlog)
+	_ = schedulerGauge("probe_backlog_wait_seconds", "How long the check that has waited longest for a free probe slot has waited so far; 0 when none waits.",
+		func(s *health.Scheduler) float64 { return s.LongestWait().Seconds() })
+	_ = schedulerGauge("max_probes", "The bound on probes in flight in force: max_probes, or the one fitted to the checks.",
+		(*health.Scheduler).MaxInFlightNow)
 	answersTotal = newAnswerCounter("answers_total",
 		"Answers, by the record set and member (set identifier) they came from.",
 		"server", "zone", "record", "member")
@@ -59,6 +64,18 @@ var (
 	})
 )
 
+// schedulerGauge registers a gauge that reads the running scheduler (0 without one).
+func schedulerGauge[T int | float64](name, help string, read func(*health.Scheduler) T) prometheus.GaugeFunc {
+	return promauto.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace, Subsystem: "healthroute", Name: name, Help: help,
+	}, func() float64 {
+		if s := shared.scheduler(); s != nil {
+			return float64(read(s))
+		}
+		return 0
+	})
+}
+
 // probeObserver feeds the check metrics from the scheduler.
 type probeObserver struct{}
 
@@ -72,6 +89,14 @@ func (probeObserver) Probed(spec *health.Spec, err error, took time.Duration) {
 	}
 	probesTotal.WithLabelValues(spec.Name, result).Inc()
 	probeDuration.WithLabelValues(spec.Name).Observe(took.Seconds())
+}
+
+func (probeObserver) Started(spec *health.Spec, lag time.Duration) {
+	probeLag.WithLabelValues(spec.Name).Set(lag.Seconds())
+}
+
+func (probeObserver) Skipped(spec *health.Spec, _ error) {
+	probeLocalErrors.WithLabelValues(spec.Name).Inc()
 }
 
 func (probeObserver) Changed(spec *health.Spec, down bool) {

@@ -17,6 +17,7 @@ import (
 type registry struct {
 	mu    sync.Mutex
 	refs  int
+	cfgs  map[*Config]int // the blocks holding a reference, for max_probes
 	sched *health.Scheduler
 	op    operator.Operator // blocks, overrides and API listeners
 	fl    *fleet.Fleet      // nil without a fleet
@@ -30,7 +31,7 @@ func (r *registry) acquire(cfg *Config) *health.Scheduler {
 	defer r.mu.Unlock()
 	if r.refs == 0 {
 		agent := health.UserAgent("")
-		r.sched = &health.Scheduler{MaxInFlight: cfg.MaxInFlight, Observer: probeObserver{},
+		r.sched = &health.Scheduler{Observer: probeObserver{},
 			NewChecker: func(s *health.Spec) (health.Checker, error) { return health.NewChecker(s, agent) }}
 		if cfg.Fleet != nil {
 			if r.fl = startFleet(cfg.Fleet, r.sched); r.fl != nil {
@@ -47,7 +48,23 @@ func (r *registry) acquire(cfg *Config) *health.Scheduler {
 		log.Warningf("fleet: already running as %s; a changed fleet block takes effect on restart", r.fl.Name())
 	}
 	r.refs++
+	if r.cfgs == nil {
+		r.cfgs = map[*Config]int{}
+	}
+	r.cfgs[cfg]++
+	r.sched.SetMaxInFlight(r.maxProbesLocked())
 	return r.sched
+}
+
+// maxProbesLocked is the max_probes in force: the largest any running block sets,
+// 0 (fitted to the checks) when none sets one. A reload's blocks replace the old
+// ones' values as those release. r.mu must be held.
+func (r *registry) maxProbesLocked() int {
+	n := 0
+	for cfg := range r.cfgs {
+		n = max(n, cfg.MaxInFlight)
+	}
+	return n
 }
 
 func (r *registry) scheduler() *health.Scheduler {
@@ -79,9 +96,16 @@ func (r *registry) fleet() *fleet.Fleet {
 	return r.fl
 }
 
-func (r *registry) release() {
+// release drops the reference that acquire(cfg) took.
+func (r *registry) release(cfg *Config) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.cfgs[cfg]--; r.cfgs[cfg] <= 0 {
+		delete(r.cfgs, cfg)
+	}
+	if r.sched != nil {
+		r.sched.SetMaxInFlight(r.maxProbesLocked())
+	}
 	if r.refs--; r.refs == 0 {
 		r.sched.Stop()
 		r.sched = nil

@@ -27,7 +27,9 @@ func (o *countObserver) Probed(*Spec, error, time.Duration) {
 		o.once.Do(func() { close(o.done) })
 	}
 }
-func (o *countObserver) Changed(*Spec, bool) {}
+func (o *countObserver) Changed(*Spec, bool)          {}
+func (o *countObserver) Started(*Spec, time.Duration) {}
+func (o *countObserver) Skipped(*Spec, error)         {}
 
 // httpResponders starts n minimal HTTP/1.1 endpoints on loopback: read the request
 // head, answer 200, close. Minimal so that the benchmark measures the prober.
@@ -82,7 +84,7 @@ func BenchmarkScheduler10k(b *testing.B) {
 		specs[i].Seal()
 	}
 	obs := &countObserver{target: int64(b.N), done: make(chan struct{})}
-	s := &Scheduler{MaxInFlight: DefaultMaxInFlight, Observer: obs}
+	s := &Scheduler{Observer: obs} // the automatic bound, as users get it
 	published := atomic.Int64{}
 	cancel := s.Subscribe(func(*Snapshot) { published.Add(1) })
 	defer cancel()
@@ -111,7 +113,7 @@ func BenchmarkScheduler10k(b *testing.B) {
 	runtime.ReadMemStats(&ms)
 	b.ReportMetric(float64(ms.Sys)/1e6, "MB-sys")
 	var failed int
-	for _, in := range s.Infos() {
+	for _, in := range s.infos() {
 		if in.Failures > 0 {
 			failed++
 		}

@@ -4,6 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -78,4 +84,149 @@ func budget(spec *Spec) time.Duration {
 		return spec.Interval
 	}
 	return DefaultTimeout
+}
+
+// localErrnos are the errors with which this process's own side of a connection
+// fails: out of file descriptors (the process's or the system's), of socket buffers
+// or memory, or of source ports. None says anything of the endpoint.
+var localErrnos = [...]syscall.Errno{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM, syscall.EADDRNOTAVAIL}
+
+// IsLocal reports whether err is a probe failure of this process's own making (see
+// localErrnos) rather than the endpoint's. The scheduler gives such a probe no
+// result: the check keeps its state.
+func IsLocal(err error) bool {
+	if err == nil {
+		return false
+	}
+	var le localError
+	if errors.As(err, &le) {
+		return true
+	}
+	for _, e := range localErrnos {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	// The resolver reports why its own socket failed only as text.
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		for _, e := range localErrnos {
+			if strings.Contains(dnsErr.Err, e.Error()) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// localError marks a probe error that a local resource error caused, when the
+// probe's library reported it only as text (grpc, the Prometheus client).
+type localError struct{ err error }
+
+func (e localError) Error() string { return e.err.Error() }
+func (e localError) Unwrap() error { return e.err }
+
+// trace collects what a probe's dials saw, across the goroutines a library may
+// dial from.
+type trace struct{ local atomic.Bool }
+
+type traceKey struct{}
+
+func withTrace(ctx context.Context, tr *trace) context.Context {
+	return context.WithValue(ctx, traceKey{}, tr)
+}
+
+// traceFrom returns ctx's trace, nil when it has none (a probe run outside the
+// scheduler).
+func traceFrom(ctx context.Context) *trace {
+	tr, _ := ctx.Value(traceKey{}).(*trace)
+	return tr
+}
+
+// dial opens every probe's connection. Out of file descriptors, it gives one of
+// the reserve's back and tries once more. It notes on tr (which may be nil) a
+// failure of this process's own, so the scheduler can tell it from the endpoint's.
+func (tr *trace) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, network, addr)
+	out := outOfFDs(err)
+	if out && fdReserve.take() {
+		c, err = d.DialContext(ctx, network, addr)
+		out = outOfFDs(err)
+	}
+	if err != nil && tr != nil && (out || IsLocal(err)) {
+		tr.local.Store(true)
+	}
+	return c, err
+}
+
+// outOfFDs reports whether a dial failed for want of a file descriptor. The
+// resolver, out of descriptors, says only that the name was not found: a failed
+// lookup counts when this process cannot open a descriptor right after.
+func outOfFDs(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+		return true
+	}
+	var dnsErr *net.DNSError
+	if !errors.As(err, &dnsErr) {
+		return false
+	}
+	f, err := os.Open(os.DevNull)
+	if err != nil {
+		return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
+	}
+	f.Close()
+	return false
+}
+
+// ReserveFDs is how many file descriptors the process keeps open on the null
+// device for probes: a probe that finds none free closes one and takes its place,
+// so a flood of connections that exhausts the process's descriptors does not stop
+// probing outright. The scheduler refills the reserve after each probe.
+const ReserveFDs = 8
+
+var fdReserve reserve
+
+// reserve holds descriptors open for probes to take when the process has none.
+type reserve struct {
+	mu    sync.Mutex
+	files []*os.File
+}
+
+// take closes one reserved descriptor, freeing its number for the caller's next
+// socket; it reports false when the reserve is empty.
+func (r *reserve) take() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.files) == 0 {
+		return false
+	}
+	f := r.files[len(r.files)-1]
+	r.files = r.files[:len(r.files)-1]
+	f.Close()
+	return true
+}
+
+// fill opens descriptors until the reserve holds ReserveFDs or the process has
+// no more.
+func (r *reserve) fill() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for len(r.files) < ReserveFDs {
+		f, err := os.Open(os.DevNull)
+		if err != nil {
+			return
+		}
+		r.files = append(r.files, f)
+	}
+}
+
+// size reports how many descriptors the reserve holds.
+func (r *reserve) size() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.files)
 }

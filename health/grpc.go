@@ -80,7 +80,13 @@ func newGRPCChecker(spec *Spec, agent string) (Checker, error) {
 
 // Check passes when the health service answers SERVING before ctx ends.
 func (g *grpcChecker) Check(ctx context.Context) error {
-	cc, err := grpc.NewClient(g.target, g.opts...)
+	// The client dials from its own goroutine, with its own context: the probe's
+	// trace goes along in the dialer.
+	tr := traceFrom(ctx)
+	dial := grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
+		return tr.dial(ctx, "tcp", addr)
+	})
+	cc, err := grpc.NewClient(g.target, append(g.opts[:len(g.opts):len(g.opts)], dial)...)
 	if err != nil {
 		return err
 	}

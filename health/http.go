@@ -119,8 +119,7 @@ func newHTTPChecker(spec *Spec, agent string) (Checker, error) {
 // ctx (the scheduler's budget), the whole probe.
 func (c *httpChecker) Check(ctx context.Context) error {
 	dctx, cancel := context.WithTimeout(ctx, c.connect)
-	var d net.Dialer
-	conn, err := d.DialContext(dctx, "tcp", c.addr)
+	conn, err := traceFrom(ctx).dial(dctx, "tcp", c.addr)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("connect: %w", err)
@@ -143,7 +142,15 @@ func (c *httpChecker) Check(ctx context.Context) error {
 	if _, err := conn.Write(c.request); err != nil {
 		return fmt.Errorf("sending request: %w", err)
 	}
-	lim := &io.LimitedReader{R: conn, N: maxHeaderBytes}
+	return c.judge(conn, func() error { return setDeadline(ctx, conn, c.body) })
+}
+
+// judge reads a response from r and decides the probe: the status line and
+// headers (at most maxHeaderBytes), the status range, then with a match string the
+// body, decoded, up to MatchWindow bytes (at most maxRawBody bytes read). toBody is
+// called between the headers and the body: the body's deadline.
+func (c *httpChecker) judge(r io.Reader, toBody func() error) error {
+	lim := &io.LimitedReader{R: r, N: maxHeaderBytes}
 	br := bufio.NewReaderSize(lim, 4096)
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil {
@@ -158,7 +165,7 @@ func (c *httpChecker) Check(ctx context.Context) error {
 	if len(c.match) == 0 {
 		return nil // the body is never read: closing the connection discards it
 	}
-	if err := setDeadline(ctx, conn, c.body); err != nil {
+	if err := toBody(); err != nil {
 		return err
 	}
 	lim.N = maxRawBody

@@ -24,7 +24,7 @@ func bodyWithMatch(n, at int) []byte {
 	return b
 }
 
-func compress(t *testing.T, enc string, b []byte) []byte {
+func compress(t testing.TB, enc string, b []byte) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	var w io.WriteCloser

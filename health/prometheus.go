@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"time"
 
@@ -28,6 +29,9 @@ type promChecker struct {
 
 func newPromChecker(spec *Spec, agent string) (Checker, error) {
 	tr := &http.Transport{
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return traceFrom(ctx).dial(ctx, network, addr) // the request's context
+		},
 		TLSClientConfig:        &tls.Config{InsecureSkipVerify: true},
 		DisableKeepAlives:      true, // no idle sockets or goroutines between probes
 		MaxResponseHeaderBytes: maxHeaderBytes,

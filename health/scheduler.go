@@ -1,10 +1,12 @@
 package health
 
 import (
+	"container/heap"
 	"context"
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"math/rand/v2"
 	"sort"
 	"sync"
@@ -15,8 +17,17 @@ import (
 
 var log = clog.NewWithPlugin("healthroute")
 
-// DefaultMaxInFlight bounds the probes running at once across every check.
-const DefaultMaxInFlight = 256
+// MinMaxInFlight is the least the automatic bound on probes in flight allows; a
+// larger configuration gets more (see Scheduler.MaxInFlight).
+const MinMaxInFlight = 256
+
+// LateAfter is how long after its due time a probe must start for the scheduler to
+// count it as late and log it.
+const LateAfter = time.Second
+
+// logEvery spaces the scheduler's repeated warnings (late probes, local errors);
+// the lines say "a minute".
+const logEvery = time.Minute
 
 // Info is what the scheduler knows of one probed check beyond its state: for the
 // status page, the JSON API and metrics.
@@ -28,14 +39,23 @@ type Info struct {
 	LastLatency time.Duration // duration of the last probe
 	LastProbe   time.Time     // end of the last probe
 	LastChange  time.Time     // when State.Down last flipped
+	LastLag     time.Duration // how long after its due time the last probe started
 	Probes      uint64
 	Failures    uint64
+	LocalErrors uint64 // probes that could not run for this process's own lack of resources
 }
 
 // Observer is told of every probe result and state change; metrics hang off it.
 // Its methods are called from probe goroutines and must not block.
 type Observer interface {
+	// Started is told when a probe starts and how long after its due time: the
+	// wait for a free slot among the probes in flight.
+	Started(spec *Spec, lag time.Duration)
+	// Probed is told of each probe's result.
 	Probed(spec *Spec, err error, took time.Duration)
+	// Skipped is told of a probe that had no result because this process lacked a
+	// resource (see IsLocal); the check's state did not move.
+	Skipped(spec *Spec, err error)
 	Changed(spec *Spec, down bool)
 }
 
@@ -57,11 +77,22 @@ type Aggregator interface {
 // each probe ends (Route 53 counts the interval from the response). At most
 // MaxInFlight probes run at once, each under its budget (the check's timeout or the
 // type's default), so hung endpoints cost one slot each until their budget runs out.
+// Checks that come due while every slot is taken wait, served by due time plus
+// CostWeight times their previous probe's duration, so quick checks do not queue
+// behind hung ones; how long they waited is their lag (Observer.Started), and how
+// many wait now is the Backlog.
+//
+// Out of file descriptors, a probe takes one of the ReserveFDs kept for probes. A
+// probe whose connection fails for a reason of this process's own (IsLocal: out of
+// file descriptors, buffers or source ports) has no result: the check keeps its
+// state, Observer.Skipped counts it and the log says so at most once a minute.
 // A snapshot is published whenever a check's published status changes; changes that
 // arrive while a publication is running are coalesced into the next one, which copies
 // only the shards they touch.
 type Scheduler struct {
-	MaxInFlight int                                        // probes running at once; 0: DefaultMaxInFlight
+	// MaxInFlight bounds the probes running at once; SetMaxInFlight changes it
+	// later. 0 fits the bound to the checks (AutoMaxInFlight).
+	MaxInFlight int
 	NewChecker  func(*Spec) (Checker, error)               // builds a probe; nil: NewChecker with UserAgent("")
 	Jitter      func(interval time.Duration) time.Duration // first-probe delay; nil: uniform in [0, interval)
 	Observer    Observer                                   // optional
@@ -72,11 +103,14 @@ type Scheduler struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-	sem    chan struct{}
+	slots  limiter
+	short  bool                // the bound is below what the checks may need (warned once)
 	dirty  map[string]struct{} // fingerprints whose published status may be stale
 	all    bool                // every fingerprint is stale (Republish)
 	want   uint64              // publication requests so far
 	served uint64              // requests covered by a finished publication
+
+	lateLog, localLog rateLog
 
 	pubMu sync.Mutex // serialises publications and subscriber calls
 	gen   uint64
@@ -100,12 +134,9 @@ func (s *Scheduler) Start(ctx context.Context) {
 	if s.ctx != nil {
 		return
 	}
-	n := s.MaxInFlight
-	if n <= 0 {
-		n = DefaultMaxInFlight
-	}
-	s.sem = make(chan struct{}, n)
 	s.ctx, s.cancel = context.WithCancel(ctx)
+	s.resizeLocked()
+	fdReserve.fill()
 	for _, e := range s.checks {
 		s.startLocked(e)
 	}
@@ -125,7 +156,7 @@ func (s *Scheduler) Stop() {
 // A spec whose fingerprint is already running keeps that check's state and
 // schedule. Specs that are disabled or calculated are skipped (calculated children
 // are acquired through the spec list the caller gives, see Flatten).
-func (s *Scheduler) Acquire(specs []*Spec) error {
+func (s *Scheduler) Acquire(specs []*Spec) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.checks == nil {
@@ -147,7 +178,86 @@ func (s *Scheduler) Acquire(specs []*Spec) error {
 			s.startLocked(e)
 		}
 	}
-	return nil
+	if s.ctx != nil {
+		s.resizeLocked()
+	}
+}
+
+// SetMaxInFlight changes MaxInFlight (0: automatic) while the scheduler runs: a
+// reload's max_probes. Probes running past a lowered bound finish; no new one
+// starts until the count is below it.
+func (s *Scheduler) SetMaxInFlight(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n < 0 {
+		n = 0
+	}
+	s.MaxInFlight = n
+	if s.ctx != nil {
+		s.resizeLocked()
+	}
+}
+
+// MaxInFlightNow reports the bound on probes in flight in force now: MaxInFlight,
+// or the automatic one.
+func (s *Scheduler) MaxInFlightNow() int { return s.slots.cap() }
+
+// Backlog reports how many checks are past their due time, waiting for a slot.
+func (s *Scheduler) Backlog() int { return s.slots.waiting() }
+
+// LongestWait reports how long the check that has waited longest for a slot has
+// waited so far, 0 when none waits: the lag a probe would have if it started now.
+func (s *Scheduler) LongestWait() time.Duration {
+	if t := s.slots.oldest(); !t.IsZero() {
+		return time.Since(t)
+	}
+	return 0
+}
+
+// AutoMaxInFlight is the bound on probes in flight for a configuration whose checks
+// could hold demand slots at once if every target hung until the probe's budget
+// ran out (the sum over checks of budget/(budget+interval)): twice that, for the
+// start-up burst and jitter, and at least MinMaxInFlight. It is capped at
+// half of nofile, the process's file descriptor limit (0: none), since each probe
+// holds a socket and the listeners need the rest; under that cap checks run late,
+// visibly, rather than fail to open sockets.
+func AutoMaxInFlight(demand float64, nofile uint64) int {
+	n := max(MinMaxInFlight, int(math.Ceil(2*demand)))
+	if nofile > 0 {
+		n = min(n, max(MinMaxInFlight/4, int(min(nofile/2, math.MaxInt32))))
+	}
+	return n
+}
+
+// demand is the share of time sp can hold a probe slot when its target hangs: its
+// budget over its budget plus its interval (the interval counts from the probe's
+// end).
+func demand(sp *Spec) float64 {
+	b := budget(sp)
+	return float64(b) / float64(b+effectiveInterval(sp))
+}
+
+// resizeLocked sets the bound on probes in flight from MaxInFlight or, when that is
+// 0, from the checks held; it warns when the bound is below what they may need.
+// s.mu must be held.
+func (s *Scheduler) resizeLocked() {
+	var d float64
+	for _, e := range s.checks {
+		d += demand(e.spec)
+	}
+	need := min(AutoMaxInFlight(d, 0), len(s.checks))
+	n, why := s.MaxInFlight, "max_probes"
+	if n <= 0 {
+		nofile := nofileLimit()
+		n, why = AutoMaxInFlight(d, nofile), fmt.Sprintf("half the file descriptor limit, %d", nofile)
+	}
+	s.slots.resize(n)
+	short := n < need
+	if short && !s.short {
+		log.Warningf("at most %d probes in flight (%s), below the %d these %d checks may need when their targets hang: checks will run late",
+			n, why, need, len(s.checks))
+	}
+	s.short = short
 }
 
 // Release drops a reference to each spec; a check with none left stops probing (its
@@ -175,6 +285,9 @@ func (s *Scheduler) Release(specs []*Spec) {
 			}
 		}
 	}
+	if s.ctx != nil {
+		s.resizeLocked()
+	}
 	s.mu.Unlock()
 	for _, e := range stopped {
 		<-e.done
@@ -184,20 +297,16 @@ func (s *Scheduler) Release(specs []*Spec) {
 	}
 }
 
-// Running reports how many probed checks the scheduler holds.
-func (s *Scheduler) Running() int {
+// running reports how many probed checks the scheduler holds.
+func (s *Scheduler) running() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.checks)
 }
 
-// InFlight reports how many probes are running now (at most MaxInFlight).
-func (s *Scheduler) InFlight() int {
-	s.mu.Lock()
-	sem := s.sem
-	s.mu.Unlock()
-	return len(sem)
-}
+// InFlight reports how many probes are running now (at most MaxInFlightNow, but for
+// a bound lowered under running probes).
+func (s *Scheduler) InFlight() int { return s.slots.inUse() }
 
 // Info returns what the scheduler knows of the check with fingerprint fp.
 func (s *Scheduler) Info(fp string) (Info, bool) {
@@ -210,8 +319,8 @@ func (s *Scheduler) Info(fp string) (Info, bool) {
 	return e.info, true
 }
 
-// Infos returns what the scheduler knows of every probed check, sorted by name.
-func (s *Scheduler) Infos() []Info {
+// infos returns what the scheduler knows of every probed check, sorted by name.
+func (s *Scheduler) infos() []Info {
 	s.mu.Lock()
 	out := make([]Info, 0, len(s.checks))
 	for _, e := range s.checks {
@@ -283,33 +392,96 @@ func (s *Scheduler) run(ctx context.Context, e *entry) {
 		log.Errorf("check %s: %v", spec.Name, err)
 		checker = CheckFunc(func(context.Context) error { return err })
 	}
-	interval := spec.Interval
-	switch {
-	case interval <= 0:
-		interval = DefaultInterval
-	case interval < MinInterval:
-		interval = MinInterval // parse refuses less; a hand-built spec must not spin
-	}
+	interval := effectiveInterval(spec)
 	t := time.NewTimer(s.jitter(interval))
 	defer t.Stop()
+	// How long the previous probe held its slot; before the first, the most it can,
+	// so that an endpoint not yet known waits behind those known to answer quickly.
+	last := budget(spec)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		select {
-		case s.sem <- struct{}{}:
-		case <-ctx.Done():
+		due := time.Now()
+		if s.slots.acquire(ctx, due, waitKey(due, last)) != nil {
 			return
 		}
-		err, took := s.probe(ctx, checker, spec)
-		<-s.sem
+		lag := time.Since(due)
+		s.started(e, lag)
+		took, err := s.probe(ctx, checker, spec)
+		s.slots.release()
+		last = took
+		fdReserve.fill()
 		if ctx.Err() != nil {
 			return
 		}
-		s.record(e, err, took)
+		// The next probe is due one interval after this one ended, however long
+		// recording it takes (a publication can wait for others).
 		t.Reset(interval)
+		if err != nil && IsLocal(err) {
+			s.skipped(e, err)
+		} else {
+			s.record(e, err, took)
+		}
+	}
+}
+
+// CostWeight orders the checks waiting for a probe slot: by due time plus
+// CostWeight times how long the check's previous probe held its slot. A check
+// whose target answers at once is not kept waiting behind hung ones; a check whose
+// probes hang waits at most CostWeight times their duration longer than in due
+// order, and only while quicker checks fill every slot.
+const CostWeight = 100
+
+// waitKey is the place in line of a check due at due whose previous probe took
+// took (its budget before its first).
+func waitKey(due time.Time, took time.Duration) time.Time {
+	return due.Add(CostWeight * took)
+}
+
+// effectiveInterval is spec's interval, defaulted and held to MinInterval (parse
+// refuses less; a hand-built spec must not spin).
+func effectiveInterval(spec *Spec) time.Duration {
+	switch {
+	case spec.Interval <= 0:
+		return DefaultInterval
+	case spec.Interval < MinInterval:
+		return MinInterval
+	}
+	return spec.Interval
+}
+
+// started notes a probe's lag and logs, at most once a minute, that probes ran late.
+func (s *Scheduler) started(e *entry, lag time.Duration) {
+	s.mu.Lock()
+	e.info.LastLag = lag
+	s.mu.Unlock()
+	if s.Observer != nil {
+		s.Observer.Started(e.spec, lag)
+	}
+	if lag < LateAfter {
+		return
+	}
+	if n, ok := s.lateLog.tick(time.Now()); ok {
+		log.Warningf("probes started late (%d since the last such line, at most one a minute): check %s by %s; %d checks waiting for one of %d probe slots (max_probes)",
+			n, e.spec.Name, lag.Round(time.Millisecond), s.Backlog(), s.MaxInFlightNow())
+	}
+}
+
+// skipped counts a probe that had no result for a local resource error; the check
+// keeps its state.
+func (s *Scheduler) skipped(e *entry, err error) {
+	s.mu.Lock()
+	e.info.LocalErrors++
+	s.mu.Unlock()
+	if s.Observer != nil {
+		s.Observer.Skipped(e.spec, err)
+	}
+	if n, ok := s.localLog.tick(time.Now()); ok {
+		log.Errorf("probes could not run for lack of local resources, not counted against their checks (%d since the last such line, at most one a minute): check %s: %v",
+			n, e.spec.Name, err)
 	}
 }
 
@@ -324,7 +496,7 @@ func (s *Scheduler) jitter(interval time.Duration) time.Duration {
 }
 
 // probe runs one probe under the check's budget; a panic in a checker fails the probe.
-func (s *Scheduler) probe(ctx context.Context, c Checker, spec *Spec) (err error, took time.Duration) {
+func (s *Scheduler) probe(ctx context.Context, c Checker, spec *Spec) (took time.Duration, err error) {
 	b := budget(spec)
 	ctx, cancel := context.WithTimeout(ctx, b)
 	defer cancel()
@@ -336,12 +508,16 @@ func (s *Scheduler) probe(ctx context.Context, c Checker, spec *Spec) (err error
 		}
 		took = time.Since(start)
 	}()
-	err = c.Check(ctx)
+	tr := new(trace)
+	err = c.Check(withTrace(ctx, tr))
+	if err != nil && tr.local.Load() {
+		err = localError{err}
+	}
 	if err != nil && ctx.Err() != nil && !errors.Is(err, context.DeadlineExceeded) {
 		// Report the budget, not whatever the interrupted read said.
 		err = fmt.Errorf("no result within %s: %w", b, err)
 	}
-	return err, 0
+	return 0, err
 }
 
 // thresholds returns spec's failure and recovery thresholds, defaulted: failures
@@ -569,4 +745,142 @@ func Flatten(specs []*Spec) []*Spec {
 		walk(sp)
 	}
 	return out
+}
+
+// limiter bounds the probes in flight: a counting semaphore whose bound can change.
+// Waiters are granted slots in the order of their keys (see waitKey), ties in the
+// order they asked.
+type limiter struct {
+	mu    sync.Mutex
+	limit int
+	used  int
+	seq   uint64
+	queue waitQueue
+}
+
+// waiter is one probe waiting for a slot; ch is closed when it is granted one.
+type waiter struct {
+	ch  chan struct{}
+	due time.Time
+	key time.Time
+	seq uint64
+	i   int // index in the queue, -1 once out of it
+}
+
+// acquire takes a slot for a probe due at due, waiting in line for one by key; it
+// fails when ctx ends first.
+func (l *limiter) acquire(ctx context.Context, due, key time.Time) error {
+	l.mu.Lock()
+	if l.used < l.limit && len(l.queue) == 0 {
+		l.used++
+		l.mu.Unlock()
+		return nil
+	}
+	l.seq++
+	w := &waiter{ch: make(chan struct{}), due: due, key: key, seq: l.seq}
+	heap.Push(&l.queue, w)
+	l.mu.Unlock()
+	select {
+	case <-w.ch:
+		return nil
+	case <-ctx.Done():
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if w.i < 0 { // granted as ctx ended: hand the slot on
+		l.used--
+		l.grantLocked()
+	} else {
+		heap.Remove(&l.queue, w.i)
+	}
+	return ctx.Err()
+}
+
+func (l *limiter) release() {
+	l.mu.Lock()
+	l.used--
+	l.grantLocked()
+	l.mu.Unlock()
+}
+
+// resize sets the bound to n and returns the previous one.
+func (l *limiter) resize(n int) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	old := l.limit
+	l.limit = n
+	l.grantLocked()
+	return old
+}
+
+func (l *limiter) grantLocked() {
+	for l.used < l.limit && len(l.queue) > 0 {
+		close(heap.Pop(&l.queue).(*waiter).ch)
+		l.used++
+	}
+}
+
+func (l *limiter) cap() int     { l.mu.Lock(); defer l.mu.Unlock(); return l.limit }
+func (l *limiter) inUse() int   { l.mu.Lock(); defer l.mu.Unlock(); return l.used }
+func (l *limiter) waiting() int { l.mu.Lock(); defer l.mu.Unlock(); return len(l.queue) }
+
+// oldest returns the earliest due time among the waiters, zero when none waits.
+func (l *limiter) oldest() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var t time.Time
+	for _, w := range l.queue {
+		if t.IsZero() || w.due.Before(t) {
+			t = w.due
+		}
+	}
+	return t
+}
+
+// waitQueue is a heap of waiters by key, then by arrival.
+type waitQueue []*waiter
+
+func (q waitQueue) Len() int { return len(q) }
+func (q waitQueue) Less(i, j int) bool {
+	if !q[i].key.Equal(q[j].key) {
+		return q[i].key.Before(q[j].key)
+	}
+	return q[i].seq < q[j].seq
+}
+func (q waitQueue) Swap(i, j int) {
+	q[i], q[j] = q[j], q[i]
+	q[i].i, q[j].i = i, j
+}
+func (q *waitQueue) Push(x any) {
+	w := x.(*waiter)
+	w.i = len(*q)
+	*q = append(*q, w)
+}
+func (q *waitQueue) Pop() any {
+	old := *q
+	w := old[len(old)-1]
+	old[len(old)-1] = nil
+	*q = old[:len(old)-1]
+	w.i = -1
+	return w
+}
+
+// rateLog lets a repeated log line through at most once per logEvery, counting the
+// events in between.
+type rateLog struct {
+	mu   sync.Mutex
+	next time.Time
+	n    int
+}
+
+// tick counts one event; ok says to log now, n how many events the line covers.
+func (r *rateLog) tick(now time.Time) (n int, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.n++
+	if now.Before(r.next) {
+		return 0, false
+	}
+	n, r.n, r.next = r.n, 0, now.Add(logEvery)
+	return n, true
 }

@@ -302,7 +302,7 @@ func TestSchedulerReload(t *testing.T) {
 		}
 
 		s.Release([]*Spec{same, added})
-		if n := s.Running(); n != 0 {
+		if n := s.running(); n != 0 {
 			t.Errorf("%d checks running after the last release", n)
 		}
 		if st := s.Snapshot().Status(fp); st.Seen {

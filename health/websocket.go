@@ -61,10 +61,9 @@ func newWSChecker(spec *Spec, agent string) (Checker, error) {
 	if net.ParseIP(name) == nil {
 		tc.ServerName = name
 	}
-	var d net.Dialer
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			c, err := d.DialContext(ctx, network, addr)
+			c, err := traceFrom(ctx).dial(ctx, network, addr)
 			if slot, ok := ctx.Value(rawConnKey{}).(*net.Conn); ok && err == nil {
 				*slot = c
 			}

@@ -1,9 +1,12 @@
 // Package fleet lets several healthroute instances share their probe results and
 // judge each check by a quorum of the checkers they can reach (docs/routing.md#quorum): a
 // check is healthy when more than Quorum percent of the reachable members' fresh
-// reports say so. Membership and failure detection come from hashicorp/memberlist;
-// reports travel as compact binary messages on its broadcast queue (changes and
-// heartbeats, relayed epidemically) and its push-pull exchange (full report sets).
+// reports say so. Membership comes from hashicorp/memberlist; reports travel as
+// compact binary messages on its broadcast queue (first results, changes and
+// heartbeats, relayed epidemically) and as full report sets (memberlist's push-pull,
+// and pushed to a member at once when it joins, rejoins or comes back from a
+// partition). A member's reports count while its heartbeats arrive (Config.Suspicion),
+// whatever memberlist's slower failure detector thinks of it.
 package fleet
 
 import (
@@ -32,17 +35,36 @@ var log = clog.NewWithPlugin("healthroute")
 const (
 	DefaultQuorum     = 18 // percent, Route 53's figure
 	DefaultPort       = 7946
-	DefaultBeat       = 5 * time.Second
+	DefaultBeat       = time.Second
+	DefaultSuspicion  = 5 * time.Second
 	DefaultStale      = time.Minute
 	DefaultMaxBackoff = 30 * time.Second
 )
+
+// Profile picks memberlist's base timers: how often members gossip and probe each
+// other, and how long memberlist waits before it declares a silent member dead.
+// Whether a member's reports count is decided by the fleet's own heartbeats
+// (Config.Beat, Config.Suspicion) under either profile.
+type Profile uint8
+
+const (
+	WAN Profile = iota // members in several regions: memberlist.DefaultWANConfig
+	LAN                // members in one network: memberlist.DefaultLANConfig
+)
+
+func (p Profile) String() string {
+	if p == LAN {
+		return "lan"
+	}
+	return "wan"
+}
 
 // senders is how many full report sets (pulls and their answers) go out at once.
 const senders = 4
 
 // maxDeltas bounds the change messages a member queues per beat; past it, peers
-// notice the digest mismatch in the next beat and pull the full report set.
-const maxDeltas = 64
+// notice the digest mismatch in the next beats and pull the full report set.
+const maxDeltas = 16
 
 // ErrNoKey is returned by New for a fleet with neither a key nor Insecure.
 var ErrNoKey = errors.New("fleet: gossip needs a key (key_file) unless insecure is set")
@@ -56,9 +78,12 @@ type Config struct {
 	Key        []byte           // AES key of 16, 24 or 32 bytes; nil only with Insecure
 	Insecure   bool             // gossip in the clear
 	Quorum     int              // percent 0-99: healthy iff 100*healthy > Quorum*reachable
+	Profile    Profile          // memberlist's timers; the zero Profile is WAN
 	Beat       time.Duration    // heartbeat interval; 0: DefaultBeat
-	Stale      time.Duration    // reports unconfirmed for longer drop out; 0: DefaultStale (at least 3 beats)
+	Suspicion  time.Duration    // a member not heard from for this long stops counting; 0: DefaultSuspicion (at least 3 beats)
+	Stale      time.Duration    // own reports of a check not probed for this long, or 3 of its intervals if longer, drop out; 0: DefaultStale
 	MaxBackoff time.Duration    // longest wait between join attempts; 0: DefaultMaxBackoff
+	Limits     Limits           // inbound gossip connections; zero fields: defaults
 
 	tune func(*memberlist.Config)                                          // tests: fast timers
 	wrap func(memberlist.NodeAwareTransport) memberlist.NodeAwareTransport // tests: partitions, byte counts
@@ -89,6 +114,8 @@ type Fleet struct {
 	last     map[string]*decision       // by fingerprint
 	dirty    map[string]struct{}        // checks whose decision may have moved, for OnChecks
 	dirtyAll bool                       // every decision may have moved
+	pushed   map[string]time.Time       // when this member's full set last went to a member
+	logs     *rateLog                   // memberlist's log lines, rate-limited
 
 	ml      atomic.Pointer[memberlist.Memberlist]
 	addr    string // this member's gossip address, set by Start
@@ -115,6 +142,7 @@ type peer struct {
 	beatSeq  uint64 // its sequence
 	heard    time.Time
 	fresh    bool // as last evaluated, to notice changes
+	lapsed   bool // fell silent past Suspicion; its return is a heal: full sets both ways
 	digest   uint64
 	mismatch int // beats in a row whose digest differs from ours
 	pulled   time.Time
@@ -164,6 +192,11 @@ func New(cfg Config) (*Fleet, error) {
 		cfg.Stale = DefaultStale
 	}
 	cfg.Stale = max(cfg.Stale, 3*cfg.Beat)
+	if cfg.Suspicion <= 0 {
+		cfg.Suspicion = DefaultSuspicion
+	}
+	cfg.Suspicion = max(cfg.Suspicion, 3*cfg.Beat)
+	cfg.Limits = cfg.Limits.withDefaults()
 	if cfg.MaxBackoff <= 0 {
 		cfg.MaxBackoff = DefaultMaxBackoff
 	}
@@ -171,6 +204,7 @@ func New(cfg Config) (*Fleet, error) {
 		cfg: cfg, now: time.Now,
 		own: map[uint64]*ownReport{}, peers: map[string]*peer{}, alive: map[string]memberlist.Node{},
 		lost: map[string]lostMember{}, last: map[string]*decision{}, dirty: map[string]struct{}{},
+		pushed: map[string]time.Time{}, logs: newRateLog(),
 		kick: make(chan struct{}, 1), jobs: make(chan job, 64),
 	}
 	f.queue = &memberlist.TransmitLimitedQueue{NumNodes: f.numNodes, RetransmitMult: 3}
@@ -185,11 +219,14 @@ func (f *Fleet) Name() string { return f.cfg.Name }
 func (f *Fleet) Start() error {
 	f.epoch = uint64(f.now().UnixMilli())
 	mc := memberlist.DefaultWANConfig() // members may sit in different regions
+	if f.cfg.Profile == LAN {
+		mc = memberlist.DefaultLANConfig()
+	}
 	mc.Name = f.cfg.Name
 	mc.Delegate = (*delegate)(f)
 	mc.Events = (*events)(f)
 	mc.DeadNodeReclaimTime = time.Minute // a crashed member may come back on a new address
-	mc.Logger = stdlog.New(logWriter{}, "", 0)
+	mc.Logger = stdlog.New(f.logs, "", 0)
 	if f.cfg.Key != nil {
 		mc.SecretKey = slices.Clone(f.cfg.Key)
 	}
@@ -214,10 +251,11 @@ func (f *Fleet) Start() error {
 	if f.cfg.wrap != nil {
 		tr = f.cfg.wrap(nt)
 	}
+	tr = newGuard(tr, f.cfg.Limits, f.logs)
 	mc.Transport = tr
 	ml, err := memberlist.Create(mc)
 	if err != nil {
-		nt.Shutdown()
+		tr.Shutdown()
 		return fmt.Errorf("fleet: %w", err)
 	}
 	f.addr = ml.LocalNode().Address()
@@ -291,11 +329,11 @@ func (f *Fleet) Local(fp string, st health.Status) {
 	r.observed = now
 	var b *bcast
 	if flags := flagsOf(st.Down); r.seq == 0 || r.flags != flags {
-		// Only a flip of an existing report is announced: a change message reaches
-		// every member through every other, while one full report set per peer
-		// (pulled when the beats' digest differs) carries thousands of new or
-		// stale-again reports for less.
-		b = f.setOwnLocked(id, r, flags, now, r.seq != 0 && (r.flags^flags)&flagDown != 0)
+		// A first result, a flip and a return from stale are announced at once, so
+		// they reach every member in the next gossip round. Past maxDeltas a beat
+		// (a cold start of thousands of checks), the digest in the beats makes the
+		// others pull the full report set instead.
+		b = f.setOwnLocked(id, r, flags, now, true)
 	}
 	f.mu.Unlock()
 	f.broadcast(b)
@@ -309,7 +347,7 @@ func flagsOf(down bool) byte {
 }
 
 // setOwnLocked changes an own report and returns the change message to broadcast
-// (nil unless announce, and past the per-beat budget).
+// (nil unless announce, or past the per-beat budget).
 func (f *Fleet) setOwnLocked(id uint64, r *ownReport, flags byte, now time.Time, announce bool) *bcast {
 	if r.seq != 0 {
 		f.digest -= mix(id, r.flags)
@@ -369,6 +407,13 @@ func Healthy(healthy, total, quorum int) bool { return 100*healthy > quorum*tota
 // tallyLocked counts the fresh reports of id from reachable members; each is also
 // passed to each when it is not nil, counted or not.
 func (f *Fleet) tallyLocked(id uint64, now time.Time, each func(MemberReport)) (healthy, total int) {
+	bound := f.cfg.Suspicion
+	if r := f.own[id]; r != nil && r.gap > 0 {
+		// A member that died keeps its place in memberlist for a while; its last
+		// report of a check stops counting once it could have probed the check
+		// three more times and beaten twice since it was last heard from.
+		bound = min(bound, 3*r.gap+2*f.cfg.Beat)
+	}
 	if r := f.own[id]; r != nil {
 		counted := r.flags&flagStale == 0
 		if counted {
@@ -388,7 +433,7 @@ func (f *Fleet) tallyLocked(id uint64, now time.Time, each func(MemberReport)) (
 			continue
 		}
 		_, reachable := f.alive[name]
-		fresh := f.freshLocked(name, p, now)
+		fresh := reachable && !p.heard.IsZero() && now.Sub(p.heard) <= bound
 		counted := fresh && r.flags&flagStale == 0
 		if counted {
 			total++
@@ -404,11 +449,12 @@ func (f *Fleet) tallyLocked(id uint64, now time.Time, each func(MemberReport)) (
 	return healthy, total
 }
 
-// freshLocked reports whether p's reports count: memberlist sees it, and it was heard
-// from within the staleness bound.
+// freshLocked reports whether p's reports may count: memberlist sees it, and it was
+// heard from within Suspicion. (A report of a check with a short interval stops
+// counting sooner, see tallyLocked.)
 func (f *Fleet) freshLocked(name string, p *peer, now time.Time) bool {
 	_, reachable := f.alive[name]
-	return reachable && !p.heard.IsZero() && now.Sub(p.heard) <= f.cfg.Stale
+	return reachable && !p.heard.IsZero() && now.Sub(p.heard) <= f.cfg.Suspicion
 }
 
 // MemberReport is one member's latest report of a check, as this instance holds it.
@@ -462,11 +508,14 @@ func (f *Fleet) handle(b []byte, relay bool) {
 	}
 	now := f.now()
 	var out *bcast
-	changed := false
+	changed, push := false, false
 	f.mu.Lock()
 	p := f.peers[h.name]
 	if p == nil || h.epoch > p.epoch { // new, or restarted: its old reports are void
-		changed = p != nil && len(p.reports) > 0
+		if p != nil {
+			changed = len(p.reports) > 0
+			push = true // it restarted without memberlist noticing: it holds nothing of ours
+		}
 		p = &peer{epoch: h.epoch, reports: map[uint64]report{}}
 		f.peers[h.name] = p
 	}
@@ -479,6 +528,9 @@ func (f *Fleet) handle(b []byte, relay bool) {
 		e := r.entry()
 		if r.err == nil && f.applyLocked(p, e, h.sentAt) {
 			reportsReceived.Inc()
+			if h.sentAt >= p.beat { // as recent as its last beat: it was running then
+				p.heard = now
+			}
 			if own := f.own[e.id]; own != nil {
 				f.dirty[own.fp] = struct{}{} // only this check's decision may move
 				defer f.poke()
@@ -519,15 +571,35 @@ func (f *Fleet) handle(b []byte, relay bool) {
 	}
 	if fresh := f.freshLocked(h.name, p, now); fresh != p.fresh {
 		p.fresh, changed = fresh, true
+		if fresh && p.lapsed { // back from a partition memberlist did not see through
+			p.lapsed, push = false, true
+		}
 	}
 	if changed {
 		f.dirtyAll = true
 	}
+	if push {
+		push = f.pushLocked(h.name, now)
+	}
 	f.mu.Unlock()
 	f.broadcast(out)
+	if push {
+		f.send(h.name, f.stateMsg)
+	}
 	if changed {
 		f.poke()
 	}
+}
+
+// pushLocked reports whether this member's full report set should go to name now:
+// on a join, a rejoin, a restart or a heal, at most once a beat per member. Both
+// sides notice these events, so full sets cross both ways at once.
+func (f *Fleet) pushLocked(name string, now time.Time) bool {
+	if now.Sub(f.pushed[name]) < f.cfg.Beat {
+		return false
+	}
+	f.pushed[name] = now
+	return true
 }
 
 // applyLocked stores e when it is newer than what p holds and reports whether it was.
@@ -689,7 +761,7 @@ func (f *Fleet) tick() {
 		age := now.Sub(r.observed)
 		switch {
 		case r.flags&flagStale == 0 && age > max(f.cfg.Stale, 3*r.gap):
-			f.setOwnLocked(id, r, r.flags|flagStale, now, false)
+			outs = append(outs, f.setOwnLocked(id, r, r.flags|flagStale, now, true))
 			changed = true
 		case r.flags&flagStale != 0 && age > forget:
 			delete(f.own, id)
@@ -701,9 +773,16 @@ func (f *Fleet) tick() {
 		fresh := f.freshLocked(name, p, now)
 		if fresh != p.fresh {
 			p.fresh, changed = fresh, true
+			p.lapsed = !fresh
+		}
+		if fresh && now.Sub(p.heard) > 2*f.cfg.Beat {
+			// Missed beats: its reports of checks with short intervals may
+			// stop counting before the member as a whole does (tallyLocked).
+			changed = true
 		}
 		if _, ok := f.alive[name]; !ok && now.Sub(p.heard) > forget {
 			delete(f.peers, name)
+			delete(f.pushed, name)
 		}
 	}
 	for fp, d := range f.last {
@@ -720,6 +799,7 @@ func (f *Fleet) tick() {
 	membersAlive.Set(float64(len(f.alive)))
 	f.dirtyAll = f.dirtyAll || changed
 	f.mu.Unlock()
+	f.logs.flush()
 	for _, b := range outs {
 		f.broadcast(b)
 	}
@@ -820,16 +900,24 @@ type events Fleet
 func (e *events) NotifyJoin(n *memberlist.Node)   { e.up(n) }
 func (e *events) NotifyUpdate(n *memberlist.Node) { e.up(n) }
 
+// up notes n alive; a member that was not (a join, or a rejoin after memberlist
+// declared it dead) gets this member's full report set at once, and sends its own
+// as it sees this member join in turn.
 func (e *events) up(n *memberlist.Node) {
 	f := (*Fleet)(e)
 	f.mu.Lock()
 	c := *n // memberlist holds its lock while it calls us, so this read is safe
 	c.Addr, c.Meta = slices.Clone(n.Addr), nil
+	_, was := f.alive[n.Name]
 	f.alive[n.Name] = c
 	delete(f.lost, n.Name)
 	membersAlive.Set(float64(len(f.alive)))
 	f.dirtyAll = true
+	push := !was && n.Name != f.cfg.Name && f.pushLocked(n.Name, f.now())
 	f.mu.Unlock()
+	if push {
+		f.send(n.Name, f.stateMsg)
+	}
 	f.poke()
 }
 
@@ -844,20 +932,4 @@ func (e *events) NotifyLeave(n *memberlist.Node) {
 	f.dirtyAll = true
 	f.mu.Unlock()
 	f.poke()
-}
-
-// logWriter sends memberlist's log lines to the plugin log by their level.
-type logWriter struct{}
-
-func (logWriter) Write(p []byte) (int, error) {
-	s := strings.TrimSpace(string(p))
-	switch {
-	case strings.HasPrefix(s, "[ERR]"):
-		log.Error(s)
-	case strings.HasPrefix(s, "[WARN]"):
-		log.Warning(s)
-	default:
-		log.Debug(s)
-	}
-	return len(p), nil
 }

@@ -3,9 +3,11 @@ package fleet
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/netip"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -22,12 +24,40 @@ func init() { clog.Discard() }
 
 var testKey = []byte("0123456789abcdef0123456789abcdef")
 
-// netsim is the loopback network of a test: it counts every byte members send and
-// can split them into two groups that cannot reach each other.
+// netsim is the loopback network of a test: it counts every byte members send, can
+// split them into two groups that cannot reach each other, and can drop datagrams.
 type netsim struct {
 	mu    sync.Mutex
 	group map[string]int // address -> group, while split
+	loss  float64        // share of datagrams dropped
+	delay time.Duration  // added to every datagram, as between regions
 	bytes atomic.Int64
+}
+
+// slow delays every datagram (not streams) by d.
+func (n *netsim) slow(d time.Duration) {
+	n.mu.Lock()
+	n.delay = d
+	n.mu.Unlock()
+}
+
+func (n *netsim) latency() time.Duration {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.delay
+}
+
+// lossy drops datagrams (not streams) at random, each with probability p.
+func (n *netsim) lossy(p float64) {
+	n.mu.Lock()
+	n.loss = p
+	n.mu.Unlock()
+}
+
+func (n *netsim) drop() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.loss > 0 && rand.Float64() < n.loss
 }
 
 func (n *netsim) split(groups ...[]*Fleet) {
@@ -69,18 +99,28 @@ type simTransport struct {
 var errBlocked = errors.New("partitioned")
 
 func (t *simTransport) WriteTo(b []byte, addr string) (time.Time, error) {
-	if t.net.blocked(t.self, addr) {
+	if t.net.blocked(t.self, addr) || t.net.drop() {
 		return time.Now(), nil
 	}
 	t.net.bytes.Add(int64(len(b)))
+	if d := t.net.latency(); d > 0 {
+		c := slices.Clone(b)
+		time.AfterFunc(d, func() { t.NodeAwareTransport.WriteTo(c, addr) })
+		return time.Now(), nil
+	}
 	return t.NodeAwareTransport.WriteTo(b, addr)
 }
 
 func (t *simTransport) WriteToAddress(b []byte, a memberlist.Address) (time.Time, error) {
-	if t.net.blocked(t.self, a.Addr) {
+	if t.net.blocked(t.self, a.Addr) || t.net.drop() {
 		return time.Now(), nil
 	}
 	t.net.bytes.Add(int64(len(b)))
+	if d := t.net.latency(); d > 0 {
+		c := slices.Clone(b)
+		time.AfterFunc(d, func() { t.NodeAwareTransport.WriteToAddress(c, a) })
+		return time.Now(), nil
+	}
 	return t.NodeAwareTransport.WriteToAddress(b, a)
 }
 
@@ -116,7 +156,9 @@ func (c *countConn) Write(b []byte) (int, error) {
 	return n, err
 }
 
-// fast shortens memberlist's timers for tests on loopback.
+// fast shortens memberlist's timers, for the tests that need memberlist itself to
+// declare members dead (it takes about 30 s at the WAN profile's timers); each
+// says so where it uses them.
 func fast(c *memberlist.Config) {
 	c.ProbeInterval = 200 * time.Millisecond
 	c.ProbeTimeout = 100 * time.Millisecond
@@ -129,36 +171,32 @@ func fast(c *memberlist.Config) {
 }
 
 type member struct {
-	name        string
-	bind        netip.AddrPort
-	key         []byte
-	join        []string
-	beat, stale time.Duration            // 0: 100ms, 1s
-	tune        func(*memberlist.Config) // nil: fast
-	onChecks    func([]string)
+	name            string
+	bind            netip.AddrPort
+	key             []byte
+	join            []string
+	beat, suspicion time.Duration            // 0: the defaults
+	maxBackoff      time.Duration            // 0: the default
+	tune            func(*memberlist.Config) // nil: the WAN profile's timers
+	onChecks        func([]string)
 }
 
-// start starts a member on loopback with test timers; it is stopped at cleanup.
+// start starts a member on loopback; it is stopped at cleanup.
 func start(t *testing.T, n *netsim, m member) *Fleet {
 	t.Helper()
 	if !m.bind.IsValid() {
 		m.bind = netip.MustParseAddrPort("127.0.0.1:0")
 	}
-	if m.beat == 0 {
-		m.beat, m.stale = 100*time.Millisecond, time.Second
-	}
-	if m.tune == nil {
-		m.tune = fast
-	}
 	cfg := Config{Name: m.name, Bind: m.bind, Key: m.key, Insecure: m.key == nil, Quorum: DefaultQuorum,
-		Beat: m.beat, Stale: m.stale, MaxBackoff: 300 * time.Millisecond, tune: m.tune}
+		Beat: m.beat, Suspicion: m.suspicion, MaxBackoff: m.maxBackoff, tune: m.tune}
 	for _, j := range m.join {
 		cfg.Join = append(cfg.Join, netip.MustParseAddrPort(j))
 	}
 	if n != nil {
 		cfg.wrap = func(nt memberlist.NodeAwareTransport) memberlist.NodeAwareTransport {
 			port := nt.(*memberlist.NetTransport).GetAutoBindPort()
-			return &simTransport{NodeAwareTransport: nt, net: n, self: "127.0.0.1:" + strconv.Itoa(port)}
+			self := netip.AddrPortFrom(m.bind.Addr(), uint16(port)).String()
+			return &simTransport{NodeAwareTransport: nt, net: n, self: self}
 		}
 	}
 	f, err := New(cfg)
@@ -173,19 +211,22 @@ func start(t *testing.T, n *netsim, m member) *Fleet {
 	return f
 }
 
-// cluster starts size members like tmpl, each joining the first.
+// cluster starts size members like tmpl, each joining the first. Each binds its own
+// loopback address (127.0.0.1, .2, ...), as members on their own hosts do, so the
+// gossip port's limits per address apply as they would.
 func cluster(t *testing.T, n *netsim, size int, tmpl member) []*Fleet {
 	t.Helper()
 	var ms []*Fleet
 	for i := range size {
 		m := tmpl
 		m.name, m.key = fmt.Sprintf("m%02d", i), testKey
+		m.bind = netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, byte(i + 1)}), 0)
 		if i > 0 {
 			m.join = []string{ms[0].Addr()}
 		}
 		ms = append(ms, start(t, n, m))
 	}
-	waitFor(t, 20*time.Second, "every member sees the whole fleet", func() bool {
+	waitFor(t, 30*time.Second, "every member sees the whole fleet", func() bool {
 		for _, m := range ms {
 			if len(m.Members()) != size {
 				return false
@@ -244,9 +285,13 @@ func TestOneMemberDownIsOutvoted(t *testing.T) {
 	}
 }
 
-func TestPartitionEachSideJudgesFromReachable(t *testing.T) {
+// TestPartitionHealsAfterMemberlistDeclaresDead uses fast memberlist timers (and
+// fast heartbeats to match) because at the WAN profile's timers memberlist takes
+// about 30 s to declare the other side dead; this is the heal by rejoining.
+// TestPartitionDefaults is the partition at the timers users get.
+func TestPartitionHealsAfterMemberlistDeclaresDead(t *testing.T) {
 	n := &netsim{}
-	ms := cluster(t, n, 5, member{})
+	ms := cluster(t, n, 5, member{tune: fast, beat: 100 * time.Millisecond, suspicion: time.Second, maxBackoff: 300 * time.Millisecond})
 	// m00-m02 see the endpoint down, m03-m04 up: 2 of 5 healthy (40%) is healthy.
 	local := []bool{true, true, true, false, false}
 	for i, m := range ms {
@@ -378,7 +423,7 @@ func feed(f *Fleet, name string, epoch, seq uint64, e entry) {
 }
 
 func TestStaleAndRestartedReports(t *testing.T) {
-	f, err := New(Config{Name: "self", Insecure: true, Quorum: DefaultQuorum, Beat: time.Second, Stale: 3 * time.Second})
+	f, err := New(Config{Name: "self", Insecure: true, Quorum: DefaultQuorum, Beat: time.Second, Suspicion: 3 * time.Second, Stale: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -443,8 +488,8 @@ func TestWire(t *testing.T) {
 
 func TestStopLeavesNoGoroutine(t *testing.T) {
 	before := runtime.NumGoroutine()
-	a, err := New(Config{Name: "a", Key: testKey, Bind: netip.MustParseAddrPort("127.0.0.1:0"), tune: fast,
-		Beat: 100 * time.Millisecond, Join: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:1")}})
+	a, err := New(Config{Name: "a", Key: testKey, Bind: netip.MustParseAddrPort("127.0.0.1:0"),
+		Join: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:1")}})
 	if err != nil {
 		t.Fatal(err)
 	}

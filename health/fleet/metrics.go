@@ -25,4 +25,16 @@ var (
 		Name:      "fleet_quorum_overrides_total",
 		Help:      "Counter of quorum decisions that differ from this instance's own probe result.",
 	})
+	gossipErrors = promauto.NewCounter(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "healthroute",
+		Name:      "fleet_gossip_errors_total",
+		Help:      "Counter of errors and warnings of the gossip layer, such as datagrams or connections that do not decrypt or decode; at most 5 per 10 s are logged.",
+	})
+	connectionsRefused = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "healthroute",
+		Name:      "fleet_connections_refused_total",
+		Help:      "Counter of inbound gossip connections closed unread because a limit was reached, by limit: total or peer (one address).",
+	}, []string{"limit"})
 )

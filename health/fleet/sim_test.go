@@ -4,16 +4,17 @@ import (
 	"fmt"
 	"testing"
 	"time"
-
-	"github.com/hashicorp/memberlist"
 )
 
 // TestSimulation20x1000 runs 20 members with 1,000 checks each (200 under the race
 // detector, which slows the test's own bookkeeping more than the fleet). Check j is seen
 // healthy by j%21 of the members, so the expected quorum decision is known (healthy
-// from 4 of 20 on), and every member must reach it for every check within a bound.
-// It logs the convergence time and the gossip bytes on the wire (after encryption).
+// from 4 of 20 on), and every member must reach it for every check within a bound:
+// simBoot after a cold start, simFlip after 2 members' results flip. It logs the
+// times and the gossip bytes on the wire (after encryption). It runs at the timers
+// users get.
 func TestSimulation20x1000(t *testing.T) {
+	const simBoot, simFlip = 20 * time.Second, 8 * time.Second
 	if testing.Short() {
 		t.Skip("20 members on loopback")
 	}
@@ -23,14 +24,7 @@ func TestSimulation20x1000(t *testing.T) {
 		checks = 200
 	}
 	n := &netsim{}
-	// Timers of a small LAN, a few times faster than production, so that 20 members
-	// under the race detector on two cores still keep up.
-	tune := func(c *memberlist.Config) {
-		fast(c)
-		c.GossipInterval, c.ProbeInterval, c.ProbeTimeout = 100*time.Millisecond, time.Second, 500*time.Millisecond
-		c.SuspicionMult, c.PushPullInterval = 4, 5*time.Second
-	}
-	ms := cluster(t, n, members, member{beat: 250 * time.Millisecond, stale: 5 * time.Second, tune: tune})
+	ms := cluster(t, n, members, member{})
 	fps := make([]string, checks)
 	for j := range fps {
 		fps[j] = fmt.Sprintf("%024x", j*7919)
@@ -70,6 +64,9 @@ func TestSimulation20x1000(t *testing.T) {
 	waitFor(t, 60*time.Second, fmt.Sprintf("20 members agree on %d checks", checks), converged)
 	took, spent := time.Since(start), n.bytes.Load()-base
 	t.Logf("%d checks converged in %s; %d bytes on the wire meanwhile (%.0f per member)", checks, took.Round(time.Millisecond), spent, float64(spent)/members)
+	if took > simBoot {
+		t.Errorf("a cold start converged in %s, want within %s", took, simBoot)
+	}
 
 	// Steady state: same results, only beats and memberlist's own traffic.
 	base, start = n.bytes.Load(), time.Now()
@@ -86,4 +83,7 @@ func TestSimulation20x1000(t *testing.T) {
 	waitFor(t, 30*time.Second, "every member sees the flips", converged)
 	took, spent = time.Since(start), n.bytes.Load()-base
 	t.Logf("%d flips at 2 members reached all in %s; %d bytes meanwhile", 2*(checks/21+1), took.Round(time.Millisecond), spent)
+	if took > simFlip {
+		t.Errorf("the flips reached every member in %s, want within %s", took, simFlip)
+	}
 }

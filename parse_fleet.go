@@ -1,22 +1,22 @@
 package healthroute
 
 import (
+	"cmp"
 	"encoding/base64"
 	"net/netip"
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/coredns/caddy"
 
 	"github.com/healthroute/healthroute/health/fleet"
 )
 
-// fleetConfig lets config.go name the fleet's configuration without the import.
-type fleetConfig = fleet.Config
-
-// parseFleet reads `fleet { bind; join; name; key_file; quorum; insecure }` into
-// cfg.Fleet. It reads and checks the key file and starts nothing.
+// parseFleet reads `fleet { bind; join; name; key_file; quorum; insecure; profile;
+// heartbeat; suspicion; max_connections }` into cfg.Fleet. It reads and checks the
+// key file and starts nothing.
 func parseFleet(c *caddy.Controller, cfg *Config) error {
 	if cfg.Fleet != nil {
 		return c.Errf("fleet is defined twice")
@@ -27,16 +27,27 @@ func parseFleet(c *caddy.Controller, cfg *Config) error {
 	here := pos{c.File(), c.Line()}
 	fc := &fleet.Config{Bind: netip.AddrPortFrom(netip.IPv4Unspecified(), fleet.DefaultPort), Quorum: fleet.DefaultQuorum}
 	keyFile := ""
+	seen := map[string]bool{}
+	var suspicionAt pos
 	err := block(c, func(key string, a []string) error {
-		one := func() (string, error) {
-			if len(a) != 1 {
-				return "", c.ArgErr()
+		if key != "join" && seen[key] {
+			return c.Errf("fleet: %s: given twice", key)
+		}
+		seen[key] = true
+		duration := func(lo, hi time.Duration) (time.Duration, error) {
+			v, err := oneArg(c, a)
+			if err != nil {
+				return 0, err
 			}
-			return a[0], nil
+			d, err := time.ParseDuration(v)
+			if err != nil || d < lo || d > hi {
+				return 0, c.Errf("fleet: %s: invalid duration '%s', expected %s to %s", key, v, lo, hi)
+			}
+			return d, nil
 		}
 		switch key {
 		case "bind":
-			v, err := one()
+			v, err := oneArg(c, a)
 			if err != nil {
 				return err
 			}
@@ -57,7 +68,7 @@ func parseFleet(c *caddy.Controller, cfg *Config) error {
 				fc.Join = append(fc.Join, ap)
 			}
 		case "name":
-			v, err := one()
+			v, err := oneArg(c, a)
 			if err != nil {
 				return err
 			}
@@ -66,7 +77,7 @@ func parseFleet(c *caddy.Controller, cfg *Config) error {
 			}
 			fc.Name = v
 		case "key_file":
-			v, err := one()
+			v, err := oneArg(c, a)
 			if err != nil {
 				return err
 			}
@@ -81,7 +92,7 @@ func parseFleet(c *caddy.Controller, cfg *Config) error {
 			}
 			fc.Key, keyFile = k, v
 		case "quorum":
-			v, err := one()
+			v, err := oneArg(c, a)
 			if err != nil {
 				return err
 			}
@@ -95,6 +106,47 @@ func parseFleet(c *caddy.Controller, cfg *Config) error {
 				return c.ArgErr()
 			}
 			fc.Insecure = true
+		case "profile":
+			v, err := oneArg(c, a)
+			if err != nil {
+				return err
+			}
+			switch v {
+			case "wan":
+				fc.Profile = fleet.WAN
+			case "lan":
+				fc.Profile = fleet.LAN
+			default:
+				return c.Errf("fleet: profile: invalid value '%s', expected lan or wan", v)
+			}
+		case "heartbeat":
+			d, err := duration(100*time.Millisecond, 10*time.Second)
+			if err != nil {
+				return err
+			}
+			fc.Beat = d
+		case "suspicion":
+			d, err := duration(300*time.Millisecond, 10*time.Minute)
+			if err != nil {
+				return err
+			}
+			fc.Suspicion, suspicionAt = d, pos{c.File(), c.Line()}
+		case "max_connections":
+			if len(a) < 1 || len(a) > 2 {
+				return c.ArgErr()
+			}
+			var n [2]int
+			for i, v := range a {
+				k, err := strconv.Atoi(v)
+				if err != nil || k < 1 || k > 4096 {
+					return c.Errf("fleet: max_connections: invalid value '%s', expected a number from 1 to 4096", v)
+				}
+				n[i] = k
+			}
+			if n[1] > n[0] {
+				return c.Errf("fleet: max_connections: %d per address is more than %d in all", n[1], n[0])
+			}
+			fc.Limits.Streams, fc.Limits.StreamsPerPeer = n[0], n[1]
 		default:
 			return c.Errf("fleet: unknown property '%s'", key)
 		}
@@ -103,7 +155,10 @@ func parseFleet(c *caddy.Controller, cfg *Config) error {
 	if err != nil {
 		return err
 	}
+	beat := cmp.Or(fc.Beat, fleet.DefaultBeat)
 	switch {
+	case fc.Suspicion != 0 && fc.Suspicion < 3*beat:
+		return suspicionAt.errorf("fleet: suspicion: %s is less than 3 heartbeats (%s)", fc.Suspicion, 3*beat)
 	case keyFile == "" && !fc.Insecure:
 		return here.errorf("fleet: key_file: missing, expected a key file, or insecure to gossip in the clear")
 	case keyFile != "" && fc.Insecure:
