@@ -5,6 +5,8 @@ import (
 	"net/netip"
 
 	"github.com/coredns/coredns/plugin/pkg/fall"
+	"github.com/miekg/dns"
+
 	"github.com/healthroute/healthroute/health"
 	"github.com/healthroute/healthroute/health/fleet"
 )
@@ -43,9 +45,10 @@ const (
 	KindAAAA
 	KindCNAME
 	KindAlias
+	KindRR // any other type: Member.Type and Member.RRs
 )
 
-var kindNames = [...]string{KindA: "A", KindAAAA: "AAAA", KindCNAME: "CNAME", KindAlias: "alias"}
+var kindNames = [...]string{KindA: "A", KindAAAA: "AAAA", KindCNAME: "CNAME", KindAlias: "alias", KindRR: "RR"}
 
 func (k Kind) String() string { return kindNames[k] }
 
@@ -80,9 +83,10 @@ type Config struct {
 	Checks       map[string]*health.Spec // by name
 	Records      []*RecordSet            // in Corefile order
 	MaxInFlight  int
-	Fleet        *fleet.Config // nil: this instance judges alone
-	SOA          SOAConfig     // the zones' SOA fields
-	NS           []string      // the zones' apex NS names, normalized; nil: no apex NS
+	Fleet        *fleet.Config  // nil: this instance judges alone
+	SOA          SOAConfig      // the zones' SOA fields
+	NS           []string       // the zones' apex NS names, normalized; nil: no apex NS
+	Route53      *route53Config // nil: no route53 property
 
 	members int  // how many members Records hold; Member.idx counts up to it
 	soaSet  bool // the soa property set the serial and timers
@@ -113,6 +117,8 @@ type RecordSet struct {
 	Name    string // normalized, may start with "*."
 	Policy  Policy
 	Members []*Member
+	TTL     uint32 // the `ttl` line: the TTL of the non-alias members' answers
+	HasTTL  bool   // a `ttl` line was given; else the block's ttl applies
 	pos     pos
 	idx     int // ordinal in Config.Records, for metrics
 }
@@ -120,7 +126,9 @@ type RecordSet struct {
 // Member is one line of a record block: the policy key, the target and the options.
 type Member struct {
 	Kind   Kind
+	Type   uint16       // the target's RR type; for an alias the one type it answers, 0 for every type of its target
 	Addrs  []netip.Addr // A and AAAA targets
+	RRs    []dns.RR     // other types: the values, named for the record set, TTL 0
 	Target string       // CNAME or alias target name, normalized
 	Check  *health.Spec // nil: no health check (always healthy)
 	ETH    bool         // evaluate target health (alias only)
@@ -144,6 +152,23 @@ type Member struct {
 	Default bool           // ip and geolocation: the default member
 
 	pos pos
+}
+
+// ttl is the TTL of rs's non-alias answers: its `ttl` line, else def.
+func (rs *RecordSet) ttl(def uint32) uint32 {
+	if rs.HasTTL {
+		return rs.TTL
+	}
+	return def
+}
+
+// typeName is the member's target type as written in a Corefile ("alias" for an
+// alias).
+func (m *Member) typeName() string {
+	if m.Kind == KindAlias {
+		return "alias"
+	}
+	return dns.TypeToString[m.Type]
 }
 
 // pos is a place in a Corefile, for errors found after the block was read.

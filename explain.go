@@ -92,6 +92,17 @@ func target(mn *mnode) string {
 			b.WriteString(" " + a.String())
 		}
 		return b.String()
+	case KindRR:
+		var b strings.Builder
+		b.WriteString(m.typeName())
+		for _, rr := range m.RRs {
+			b.WriteString(" " + strings.TrimPrefix(rr.String(), rr.Header().String()))
+		}
+		return b.String()
+	case KindAlias:
+		if m.Type != 0 {
+			return "alias " + m.Target + " " + m.typeName()
+		}
 	}
 	return m.Kind.String() + " " + m.Target
 }

@@ -33,12 +33,13 @@ type HealthRoute struct {
 	resolver       *Resolver
 	reg            *registry
 	stop           func()                        // ends the snapshot subscription
-	unwatch        func()                        // stops the latency_table watcher
+	unwatch        func()                        // stops the latency_table and route53 watchers
 	serverCounters sync.Map                      // server -> *queryCounters
 	lastCounters   atomic.Pointer[queryCounters] // the last server's, for the common one-server case
 }
 
-// latencyTablePeriod is how often the latency_table file is checked for changes.
+// latencyTablePeriod is how often the latency_table and route53 files are checked for
+// changes.
 const latencyTablePeriod = 2 * time.Second
 
 // New returns the handler for cfg, sharing the process's checks, fleet member and
@@ -128,7 +129,7 @@ func (h *HealthRoute) message(ctx context.Context, w dns.ResponseWriter, r *dns.
 	}
 	m := new(dns.Msg)
 	m.SetReply(r)
-	m.Authoritative, m.Rcode, m.Answer, m.Ns, m.Extra = true, ans.Rcode, ans.RRs, ans.Ns, ans.Extra // shared, read-only
+	m.Authoritative, m.Rcode, m.Answer, m.Ns, m.Extra = !ans.Referral, ans.Rcode, ans.RRs, ans.Ns, ans.Extra // shared, read-only
 	if ecs != nil {
 		echoECS(m, r, ecs, q.Client, ans.Scope)
 	}
@@ -276,6 +277,19 @@ func (h *HealthRoute) OnStartup() error {
 		done := make(chan struct{})
 		go func() { defer close(done); watchLatencyTable(ctx, h.resolver, path, latencyTablePeriod) }()
 		h.unwatch = func() { cancel(); <-done }
+	}
+	if r := h.cfg.Route53; r != nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); watchRoute53(ctx, r, latencyTablePeriod, reloadInstance) }()
+		unwatch := h.unwatch
+		h.unwatch = func() {
+			cancel()
+			<-done
+			if unwatch != nil {
+				unwatch()
+			}
+		}
 	}
 	if parsed.Swap(false) {
 		debug.FreeOSMemory()

@@ -95,6 +95,24 @@ func watchLatencyTable(ctx context.Context, r *Resolver, path string, period tim
 	}
 	var mod time.Time // the first check reloads: the file may have changed since setup read it
 	var size int64 = -2
+	every(ctx, period, func() {
+		m, s := stat()
+		if m.Equal(mod) && s == size {
+			return
+		}
+		mod, size = m, s
+		t, err := loadLatencyTable(path, r.plan.regionIDs)
+		if err != nil {
+			log.Errorf("latency_table: keeping the previous table: %v", err)
+			return
+		}
+		r.latency.Store(t)
+		log.Debugf("latency_table: loaded %s (%d prefixes)", path, t.rows.len())
+	})
+}
+
+// every calls f every period until ctx ends.
+func every(ctx context.Context, period time.Duration, f func()) {
 	tick := time.NewTicker(period)
 	defer tick.Stop()
 	for {
@@ -103,17 +121,6 @@ func watchLatencyTable(ctx context.Context, r *Resolver, path string, period tim
 			return
 		case <-tick.C:
 		}
-		m, s := stat()
-		if m.Equal(mod) && s == size {
-			continue
-		}
-		mod, size = m, s
-		t, err := loadLatencyTable(path, r.plan.regionIDs)
-		if err != nil {
-			log.Errorf("latency_table: keeping the previous table: %v", err)
-			continue
-		}
-		r.latency.Store(t)
-		log.Debugf("latency_table: loaded %s (%d prefixes)", path, t.rows.len())
+		f()
 	}
 }

@@ -1,12 +1,16 @@
 package healthroute
 
 import (
+	"fmt"
+	"math"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/plugin"
+	"github.com/miekg/dns"
 )
 
 // parsePolicy maps a Corefile spelling to a Policy.
@@ -36,7 +40,22 @@ func parseRecord(c *caddy.Controller, cfg *Config, args []string) (*RecordSet, e
 		return nil, c.Errf("record %s: unknown policy '%s', expected simple, weighted, latency, failover, geolocation, geoproximity, multivalue or ip", name, args[1])
 	}
 	rs := &RecordSet{Name: name, Policy: pol, pos: pos{c.File(), c.Line()}}
+	ttlLine := 0
 	err := block(c, func(first string, args []string) error {
+		if first == "ttl" {
+			if ttlLine != 0 {
+				return c.Errf("record %s: ttl is given twice (first at line %d), expected it once", name, ttlLine)
+			}
+			if len(args) != 1 {
+				return c.ArgErr()
+			}
+			n, err := strconv.ParseUint(args[0], 10, 32)
+			if err != nil || n > math.MaxInt32 {
+				return c.Errf("record %s: ttl: invalid value '%s', expected seconds from 0 to %d", name, args[0], math.MaxInt32)
+			}
+			ttlLine, rs.TTL, rs.HasTTL = c.Line(), uint32(n), true
+			return nil
+		}
 		m, err := parseMember(c, cfg, rs, append([]string{first}, args...))
 		if err != nil {
 			return err
@@ -57,7 +76,7 @@ func parseRecord(c *caddy.Controller, cfg *Config, args []string) (*RecordSet, e
 
 // policyKeys says what a member line of each policy starts with, for error messages.
 var policyKeys = map[Policy]string{
-	Simple:       "a target (A, AAAA, CNAME or alias)",
+	Simple:       "a target (" + targetTypes + ")",
 	Weighted:     "'weight N'",
 	Latency:      "'region NAME'",
 	Failover:     "'primary' or 'secondary'",
@@ -148,43 +167,11 @@ func parseMember(c *caddy.Controller, cfg *Config, rs *RecordSet, a []string) (*
 		}
 	}
 	if len(a) == 0 {
-		return nil, c.Errf("record %s: missing target, expected A, AAAA, CNAME or alias", rs.Name)
+		return nil, c.Errf("record %s: missing target, expected %s", rs.Name, targetTypes)
 	}
-	switch strings.ToUpper(a[0]) {
-	case "A", "AAAA":
-		m.Kind = KindA
-		if strings.ToUpper(a[0]) == "AAAA" {
-			m.Kind = KindAAAA
-		}
-		a = a[1:]
-		for len(a) > 0 && !isOption(a[0]) {
-			ip, err := netip.ParseAddr(a[0])
-			if err != nil || ip.Zone() != "" || (m.Kind == KindA) != ip.Is4() {
-				return nil, c.Errf("record %s: invalid %s address '%s'", rs.Name, m.Kind, a[0])
-			}
-			m.Addrs, a = append(m.Addrs, ip), a[1:]
-		}
-		if len(m.Addrs) == 0 {
-			return nil, c.Errf("record %s: %s needs at least one address", rs.Name, m.Kind)
-		}
-	case "CNAME", "ALIAS":
-		m.Kind = KindCNAME
-		if strings.ToUpper(a[0]) == "ALIAS" {
-			m.Kind, m.ETH = KindAlias, true // on by default: docs/routing.md#evaluate-target-health
-		}
-		if len(a) < 2 {
-			return nil, c.Errf("record %s: %s needs a target name", rs.Name, a[0])
-		}
-		t, ok := normalizeName(a[1], false)
-		if !ok {
-			return nil, c.Errf("record %s: invalid %s target '%s', expected a domain name", rs.Name, a[0], a[1])
-		}
-		m.Target, a = t, a[2:]
-	default:
-		if rs.Policy == Simple {
-			return nil, bad()
-		}
-		return nil, c.Errf("record %s: unknown target type '%s', expected A, AAAA, CNAME or alias", rs.Name, a[0])
+	var err error
+	if a, err = parseTarget(c, cfg, rs, m, a); err != nil {
+		return nil, err
 	}
 	given := map[string]bool{}
 	for len(a) > 0 {
@@ -320,7 +307,140 @@ func defaultID(m *Member) string {
 	switch m.Kind {
 	case KindA, KindAAAA:
 		return key + m.Addrs[0].String()
+	case KindRR:
+		return key + strings.ToLower(dns.TypeToString[m.Type]) + "-" + strings.TrimPrefix(m.RRs[0].String(), m.RRs[0].Header().String())
 	default:
 		return key + strings.TrimSuffix(m.Target, ".")
 	}
+}
+
+// targetTypes lists the member target types, for error messages.
+const targetTypes = "A, AAAA, CNAME, alias, MX, TXT, SPF, SRV, CAA, NS, PTR, NAPTR or DS"
+
+// rrFields is the number of presentation fields of one value of each type a member
+// target can hold besides A, AAAA, CNAME, TXT and SPF.
+var rrFields = map[uint16]int{
+	dns.TypeMX: 2, dns.TypeSRV: 4, dns.TypeCAA: 3, dns.TypeNAPTR: 6, dns.TypeDS: 4,
+	dns.TypeNS: 1, dns.TypePTR: 1,
+}
+
+// aliasTypes are the types an alias may name, as Route 53's aliases have them.
+var aliasTypes = map[uint16]bool{
+	dns.TypeA: true, dns.TypeAAAA: true, dns.TypeCNAME: true, dns.TypeMX: true, dns.TypeTXT: true,
+	dns.TypeSPF: true, dns.TypeSRV: true, dns.TypeCAA: true, dns.TypePTR: true, dns.TypeNAPTR: true,
+}
+
+// quotedFields are the character-string fields of a value, by type: the Corefile
+// lexer unquotes them, and they go back between quotes for the zone-file parser.
+var quotedFields = map[uint16][]int{dns.TypeCAA: {2}, dns.TypeNAPTR: {2, 3, 4}}
+
+// parseTarget reads a member's target: `A ADDR...`, `AAAA ADDR...`, `CNAME NAME`,
+// `alias NAME [TYPE]` or `TYPE VALUE...` in zone-file presentation format, and
+// returns what follows it.
+func parseTarget(c *caddy.Controller, cfg *Config, rs *RecordSet, m *Member, a []string) ([]string, error) {
+	typ := strings.ToUpper(a[0])
+	switch typ {
+	case "A", "AAAA":
+		m.Kind, m.Type = KindA, dns.TypeA
+		if typ == "AAAA" {
+			m.Kind, m.Type = KindAAAA, dns.TypeAAAA
+		}
+		a = a[1:]
+		for len(a) > 0 && !isOption(a[0]) {
+			ip, err := netip.ParseAddr(a[0])
+			if err != nil || ip.Zone() != "" || (m.Kind == KindA) != ip.Is4() {
+				return nil, c.Errf("record %s: invalid %s address '%s'", rs.Name, m.Kind, a[0])
+			}
+			m.Addrs, a = append(m.Addrs, ip), a[1:]
+		}
+		if len(m.Addrs) == 0 {
+			return nil, c.Errf("record %s: %s needs at least one address", rs.Name, m.Kind)
+		}
+		return a, nil
+	case "CNAME", "ALIAS":
+		m.Kind, m.Type = KindCNAME, dns.TypeCNAME
+		if typ == "ALIAS" {
+			m.Kind, m.Type, m.ETH = KindAlias, 0, true // on by default: docs/routing.md#evaluate-target-health
+		}
+		if len(a) < 2 {
+			return nil, c.Errf("record %s: %s needs a target name", rs.Name, a[0])
+		}
+		t, ok := normalizeName(a[1], false)
+		if !ok {
+			return nil, c.Errf("record %s: invalid %s target '%s', expected a domain name", rs.Name, a[0], a[1])
+		}
+		m.Target, a = t, a[2:]
+		if m.Kind == KindAlias && len(a) > 0 && !isOption(a[0]) {
+			at := dns.StringToType[strings.ToUpper(a[0])]
+			if !aliasTypes[at] {
+				return nil, c.Errf("record %s: alias: invalid type '%s', expected A, AAAA, CNAME, MX, TXT, SPF, SRV, CAA, PTR or NAPTR", rs.Name, a[0])
+			}
+			m.Type, a = at, a[1:]
+		}
+		return a, nil
+	}
+	t, ok := dns.StringToType[typ]
+	n, known := rrFields[t]
+	if !ok || (!known && t != dns.TypeTXT && t != dns.TypeSPF) {
+		if rs.Policy == Simple {
+			return nil, c.Errf("record %s: '%s' is not a member key of simple records, expected %s", rs.Name, a[0], policyKeys[Simple])
+		}
+		return nil, c.Errf("record %s: unknown target type '%s', expected %s", rs.Name, a[0], targetTypes)
+	}
+	m.Kind, m.Type, a = KindRR, t, a[1:]
+	zone := plugin.Zones(cfg.Zones).Matches(strings.TrimPrefix(rs.Name, "*."))
+	for len(a) > 0 && !isOption(a[0]) {
+		var rdata string
+		if n == 0 { // TXT, SPF: one token per value
+			rdata, a = a[0], a[1:]
+			if !strings.HasPrefix(rdata, `"`) {
+				rdata = `"` + strings.ReplaceAll(rdata, `"`, `\"`) + `"`
+			}
+		} else {
+			if len(a) < n || slices.ContainsFunc(a[:n], isOption) {
+				return nil, c.Errf("record %s: %s value '%s' has too few fields, expected %d", rs.Name, typ, strings.Join(a[:min(n, len(a))], " "), n)
+			}
+			f := slices.Clone(a[:n])
+			for i := range f {
+				switch {
+				case slices.Contains(quotedFields[t], i):
+					f[i] = `"` + f[i] + `"`
+				case f[i] == "" || strings.ContainsAny(f[i], " \t\r\n;()\""):
+					// The zone-file parser would read a blank, comment or parenthesis
+					// as syntax, and a value other than the one written.
+					return nil, c.Errf("record %s: invalid %s value '%s': field '%s' is not one presentation field", rs.Name, typ, strings.Join(a[:n], " "), f[i])
+				}
+			}
+			rdata, a = strings.Join(f, " "), a[n:]
+		}
+		rr, err := parseRR(rs.Name, zone, typ, rdata)
+		if err != nil {
+			return nil, c.Errf("record %s: invalid %s value '%s': %v", rs.Name, typ, rdata, err)
+		}
+		m.RRs = append(m.RRs, rr)
+	}
+	if len(m.RRs) == 0 {
+		return nil, c.Errf("record %s: %s needs at least one value", rs.Name, typ)
+	}
+	return a, nil
+}
+
+// parseRR reads one value as a zone file line would hold it, relative names
+// completed with zone.
+func parseRR(owner, zone, typ, rdata string) (dns.RR, error) {
+	zp := dns.NewZoneParser(strings.NewReader(owner+" 0 IN "+typ+" "+rdata+"\n"), zone, "")
+	rr, ok := zp.Next()
+	if err := zp.Err(); err != nil {
+		if pe, isPE := err.(*dns.ParseError); isPE {
+			return nil, fmt.Errorf("%s", strings.TrimPrefix(pe.Error(), "dns: "))
+		}
+		return nil, err
+	}
+	if !ok || rr == nil {
+		return nil, fmt.Errorf("no value")
+	}
+	if _, more := zp.Next(); more {
+		return nil, fmt.Errorf("more than one value")
+	}
+	return rr, nil
 }

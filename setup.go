@@ -108,33 +108,13 @@ func parse(c *caddy.Controller) (*Config, error) {
 				return c.ArgErr()
 			}
 			return parseFleet(c, cfg)
-		case "region":
-			r, err := parseRegion(c, args)
-			if err != nil {
+		case "route53":
+			if err := opts.once(c, "", key); err != nil {
 				return err
 			}
-			if _, dup := cfg.Regions[r.Name]; dup {
-				return c.Errf("region '%s' is defined twice", r.Name)
-			}
-			cfg.Regions[r.Name] = r
-		case "check":
-			spec, kids, err := parseCheck(c, cfg, args)
-			if err != nil {
-				return err
-			}
-			if kids != nil {
-				if children == nil {
-					children = map[*health.Spec][]childRef{}
-				}
-				children[spec] = kids
-			}
-			cfg.Checks[spec.Name] = spec
-		case "record":
-			rs, err := parseRecord(c, cfg, args)
-			if err != nil {
-				return err
-			}
-			cfg.Records = append(cfg.Records, rs)
+			return parseRoute53(c, cfg, args)
+		case "region", "check", "record":
+			return parseZoneLine(c, cfg, key, args, &children)
 		default:
 			return c.Errf("unknown property '%s'", key)
 		}
@@ -148,6 +128,11 @@ func parse(c *caddy.Controller) (*Config, error) {
 			return nil, c.Errf("unexpected '%s', expected '{' at the end of the healthroute line", c.Val())
 		}
 		return nil, c.Errf("healthroute is given twice in this server block (first at line %d), expected one healthroute block per server block", first)
+	}
+	if cfg.Route53 != nil {
+		if err := loadRoute53(cfg, &children); err != nil {
+			return nil, err
+		}
 	}
 	if err := resolveChildren(cfg, children); err != nil {
 		return nil, err
@@ -167,6 +152,41 @@ func parse(c *caddy.Controller) (*Config, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// parseZoneLine reads a region, check or record line and what follows it, into cfg;
+// calculated checks' children are kept in children, to be resolved after the block.
+func parseZoneLine(c *caddy.Controller, cfg *Config, key string, args []string, children *map[*health.Spec][]childRef) error {
+	switch key {
+	case "region":
+		r, err := parseRegion(c, args)
+		if err != nil {
+			return err
+		}
+		if _, dup := cfg.Regions[r.Name]; dup {
+			return c.Errf("region '%s' is defined twice", r.Name)
+		}
+		cfg.Regions[r.Name] = r
+	case "check":
+		spec, kids, err := parseCheck(c, cfg, args)
+		if err != nil {
+			return err
+		}
+		if kids != nil {
+			if *children == nil {
+				*children = map[*health.Spec][]childRef{}
+			}
+			(*children)[spec] = kids
+		}
+		cfg.Checks[spec.Name] = spec
+	case "record":
+		rs, err := parseRecord(c, cfg, args)
+		if err != nil {
+			return err
+		}
+		cfg.Records = append(cfg.Records, rs)
+	}
+	return nil
 }
 
 // parseAPI reads `api ADDRESS [{ token_file FILE }]`.

@@ -34,6 +34,7 @@ type node struct {
 	id      int // index into table.st
 	set     *RecordSet
 	qtype   uint16
+	ttl     uint32 // of the set's non-alias answers
 	members []mnode
 
 	// dynOrder: the policy ranks members by the client (latency, geolocation,
@@ -68,26 +69,57 @@ func newLeaf(owner string, m *Member, ttl uint32) leaf {
 	return leaf{rrs: rrs, rots: rotations(rrs)}
 }
 
-// entry is what a name answers: one node per type it serves.
+// entry is what a name answers: one node per type it serves, from the name's one
+// record block or its blocks of one type each.
 type entry struct {
 	a, aaaa, cname *node
-	wild           bool // owner is "*.parent": answers carry the query name
-	set            *RecordSet
-	aliased        *sync.Map // *mnode -> *leaf: leaves of other record sets, named for set; nil without aliases
+	other          []*node // every other type
+	wild           bool    // owner is "*.parent": answers carry the query name
+	name           string
+	aliased        *sync.Map // *mnode -> *leaf: leaves of other names, named for this one; nil without aliases
+}
+
+// node returns the node that answers qtype at e, nil for none.
+func (e *entry) node(qtype uint16) *node {
+	switch qtype {
+	case dns.TypeA:
+		return e.a
+	case dns.TypeAAAA:
+		return e.aaaa
+	case dns.TypeCNAME:
+		return e.cname
+	}
+	for _, n := range e.other {
+		if n.qtype == qtype {
+			return n
+		}
+	}
+	return nil
+}
+
+// nodes returns every node of e.
+func (e *entry) nodes() []*node {
+	var out []*node
+	for _, n := range append([]*node{e.a, e.aaaa, e.cname}, e.other...) {
+		if n != nil {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // leaf returns n's member mn as e answers it: the member's own leaf when it belongs to
 // e's record set (or e is a wildcard, whose answers are renamed anyway); else a copy
 // named for e, built on first use and kept, so queries after the first allocate
 // nothing and memory grows only with the (name, leaf) pairs actually answered.
-func (e *entry) leaf(n *node, mn *mnode, ttl uint32) *leaf {
-	if e.wild || n.set == e.set {
+func (e *entry) leaf(n *node, mn *mnode) *leaf {
+	if e.wild || n.set.Name == e.name {
 		return &mn.leaf
 	}
 	if l, ok := e.aliased.Load(mn); ok {
 		return l.(*leaf)
 	}
-	l := newLeaf(e.set.Name, mn.m, ttl)
+	l := newLeaf(e.name, mn.m, n.ttl) // the target's TTL, as Route 53 answers aliases
 	v, _ := e.aliased.LoadOrStore(mn, &l)
 	return v.(*leaf)
 }
@@ -104,8 +136,9 @@ type plan struct {
 	ns     map[string][]dns.RR // by zone: the apex NS answer; nil without `ns`
 	fall   fall.F              // names the next plugin may answer
 	nodes  []*node
-	checks []*health.Spec // every check the records use, children included
-	users  [][]*node      // by index in checks: the nodes with a member using it
+	checks []*health.Spec    // every check the records use, children included
+	cuts   map[string]*entry // delegations: names below a zone apex with NS records
+	users  [][]*node         // by index in checks: the nodes with a member using it
 	// Where a health change can reach, by index in checks: the checks probing a
 	// fingerprint, the checks of a name (overrides), each check's calculated parents.
 	byFP, byName map[string][]int32
@@ -148,9 +181,15 @@ func newPlan(cfg *Config) *plan {
 		r, ok := cfg.Regions[n]
 		p.regions[id], p.hasCoords[id] = Region{Name: n, Lat: r.Lat, Lon: r.Lon}, ok
 	}
-	sets := map[string]*RecordSet{}
+	sets := map[string][]*RecordSet{}
+	var qtypes types // every type the records hold
 	for _, rs := range cfg.Records {
-		sets[rs.Name] = rs
+		sets[rs.Name] = append(sets[rs.Name], rs)
+		for _, m := range rs.Members {
+			if m.Kind != KindAlias {
+				qtypes = qtypes.with(m.Type)
+			}
+		}
 	}
 	for _, z := range cfg.Zones {
 		rr := soa(z, cfg.TTL, &cfg.SOA, cfg.NS)
@@ -163,18 +202,40 @@ func newPlan(cfg *Config) *plan {
 		}
 	}
 	memo := map[memoKey]*node{} // one node per record group, shared by every entry
+	done := map[string]bool{}
 	for _, rs := range cfg.Records {
-		e := &entry{wild: strings.HasPrefix(rs.Name, "*."), set: rs}
-		e.a = p.build(rs, dns.TypeA, sets, memo)
-		e.aaaa = p.build(rs, dns.TypeAAAA, sets, memo)
-		e.cname = p.build(rs, dns.TypeCNAME, sets, memo)
-		if !e.wild && hasAlias(e.a, e.aaaa, e.cname) {
+		if done[rs.Name] {
+			continue // a name's second block: its entry holds every block
+		}
+		done[rs.Name] = true
+		e := &entry{wild: strings.HasPrefix(rs.Name, "*."), name: rs.Name}
+		for _, t := range qtypes {
+			n := p.buildName(rs.Name, t, sets, memo)
+			switch {
+			case n == nil:
+			case t == dns.TypeA:
+				e.a = n
+			case t == dns.TypeAAAA:
+				e.aaaa = n
+			case t == dns.TypeCNAME:
+				e.cname = n
+			default:
+				e.other = append(e.other, n)
+			}
+		}
+		if !e.wild && hasAlias(e.nodes()...) {
 			e.aliased = new(sync.Map)
 		}
 		if e.wild {
 			p.wild[rs.Name[2:]] = e
 		} else {
 			p.names[rs.Name] = e
+			if e.node(dns.TypeNS) != nil {
+				if p.cuts == nil {
+					p.cuts = map[string]*entry{}
+				}
+				p.cuts[rs.Name] = e
+			}
 		}
 		// The owner and every ancestor below its zone exist (empty non-terminals).
 		zone := plugin.Zones(cfg.Zones).Matches(strings.TrimPrefix(rs.Name, "*."))
@@ -264,14 +325,24 @@ type memoKey struct {
 	qtype uint16
 }
 
+// buildName returns the node of the block at name that serves qtype, nil for none.
+func (p *plan) buildName(name string, qtype uint16, sets map[string][]*RecordSet, memo map[memoKey]*node) *node {
+	for _, rs := range sets[name] {
+		if n := p.build(rs, qtype, sets, memo); n != nil {
+			return n // validate saw to it that one block serves each type
+		}
+	}
+	return nil
+}
+
 // build returns the node for rs's members of qtype, or nil when rs serves no such
 // records. Each group is built once: memo holds every node built so far.
-func (p *plan) build(rs *RecordSet, qtype uint16, sets map[string]*RecordSet, memo map[memoKey]*node) *node {
+func (p *plan) build(rs *RecordSet, qtype uint16, sets map[string][]*RecordSet, memo map[memoKey]*node) *node {
 	key := memoKey{rs, qtype}
 	if n, ok := memo[key]; ok {
 		return n
 	}
-	n := &node{set: rs, qtype: qtype, ipDefault: -1}
+	n := &node{set: rs, qtype: qtype, ttl: rs.ttl(p.ttl), ipDefault: -1}
 	if rs.Policy == IPBased {
 		n.ip = &prefixIndex[int32]{}
 	}
@@ -285,7 +356,10 @@ func (p *plan) build(rs *RecordSet, qtype uint16, sets map[string]*RecordSet, me
 		var mn mnode
 		switch {
 		case m.Kind == KindAlias:
-			child := p.build(sets[m.Target], qtype, sets, memo)
+			if (m.Type != 0 && m.Type != qtype) || !aliasTypes[qtype] {
+				continue // a typed alias answers its type only; no alias answers NS or DS
+			}
+			child := p.buildName(m.Target, qtype, sets, memo)
 			if child == nil {
 				continue
 			}
@@ -294,8 +368,8 @@ func (p *plan) build(rs *RecordSet, qtype uint16, sets map[string]*RecordSet, me
 			if m.ETH && child.dynHealth && !slices.Contains(n.healthKids, child) {
 				n.healthKids = append(n.healthKids, child)
 			}
-		case m.Kind.qtype() == qtype:
-			mn = mnode{m: m, leaf: newLeaf(rs.Name, m, p.ttl)}
+		case m.Type == qtype:
+			mn = mnode{m: m, leaf: newLeaf(rs.Name, m, n.ttl)}
 		default:
 			continue
 		}
@@ -350,6 +424,12 @@ func leafRRs(owner string, m *Member, ttl uint32) []dns.RR {
 		}
 	case KindCNAME:
 		rrs = append(rrs, &dns.CNAME{Hdr: hdr(dns.TypeCNAME), Target: m.Target})
+	case KindRR:
+		for _, v := range m.RRs {
+			rr := dns.Copy(v)
+			*rr.Header() = hdr(v.Header().Rrtype)
+			rrs = append(rrs, rr)
+		}
 	}
 	return rrs[:len(rrs):len(rrs)]
 }
@@ -656,12 +736,14 @@ type Answer struct {
 	Rcode int
 	RRs   []dns.RR
 	Ns    []dns.RR
-	Extra []dns.RR // apex NS: the addresses of in-zone name servers
+	Extra []dns.RR // apex NS, referrals, MX and SRV: the addresses of the block's names they name
 	Scope uint8    // ECS scope prefix length in the client's family: 0 when the answer does not depend on the client
 	Zone  string
 	// Pass: no record of the block answered (the apex SOA and NS, a type or name it
 	// does not define); with fallthrough the next plugin answers instead.
 	Pass bool
+	// Referral: a delegation's NS records in Ns, not authoritative.
+	Referral bool
 
 	leafSet   *RecordSet // the record set the answer came from (metrics)
 	leaf      *Member    // and its member; nil for a multivalue set
@@ -775,7 +857,8 @@ func (r *Resolver) Resolve(q Query) Answer {
 // has to grow.
 func (r *Resolver) resolve(q *Query, ans *Answer) {
 	t := r.table.Load()
-	zone := matchZone(t.plan.zones, q.Name)
+	p := t.plan
+	zone := matchZone(p.zones, q.Name)
 	if zone == "" {
 		ans.Rcode = dns.RcodeRefused
 		return
@@ -783,9 +866,15 @@ func (r *Resolver) resolve(q *Query, ans *Answer) {
 	if q.Name == zone && (q.Type == dns.TypeSOA || q.Type == dns.TypeNS) && r.apex(t, q, zone, ans) {
 		return
 	}
+	if p.cuts != nil && r.referral(t, q, q.Name, zone, ans) {
+		return
+	}
 	r.step(t, q, q.Name, zone, ans)
 	if ans.chase {
 		r.chase(t, q, ans)
+	}
+	if q.Type == dns.TypeMX || q.Type == dns.TypeSRV {
+		ans.Extra = append(ans.Extra, r.additional(t, q, ans.RRs, zone)...) // after a chase's referral glue
 	}
 }
 
@@ -808,6 +897,80 @@ func (r *Resolver) apex(t *table, q *Query, zone string, ans *Answer) bool {
 	return false
 }
 
+// referral answers a name at or below a delegation (NS records below the zone
+// apex) as CoreDNS's file plugin does: the highest cut's NS records in the authority
+// section, the addresses of its name servers below the cut in the additional
+// section, not authoritative. A DS query at the cut itself is answered by the parent,
+// as any other record.
+//
+// It fills ans (zero on entry) and reports whether name is delegated; its own
+// function, so only blocks with delegations pay for its frame.
+//
+//go:noinline
+func (r *Resolver) referral(t *table, q *Query, name, zone string, ans *Answer) bool {
+	p := t.plan
+	var cut *entry
+	for off, end := 0, false; !end && len(name)-off > len(zone); off, end = dns.NextLabel(name, off) {
+		if e, ok := p.cuts[name[off:]]; ok && (off > 0 || q.Type != dns.TypeDS) {
+			cut = e // keep going: the highest cut wins
+		}
+	}
+	if cut == nil {
+		return false
+	}
+	ans.Rcode, ans.Zone, ans.Referral = dns.RcodeSuccess, zone, true
+	ans.Ns, ans.Scope = r.walk(t, cut, cut.node(dns.TypeNS), q, ans)
+	for _, rr := range ans.Ns {
+		if ns := rr.(*dns.NS).Ns; underZone(strings.ToLower(ns), cut.name) {
+			ans.Extra = append(ans.Extra, r.addrs(t, q, ns, zone)...)
+		}
+	}
+	return true
+}
+
+// additional returns the A and AAAA records of the block's names that MX and SRV
+// records of rrs point to, each name once, as CoreDNS's file plugin adds them.
+func (r *Resolver) additional(t *table, q *Query, rrs []dns.RR, zone string) []dns.RR {
+	var extra []dns.RR
+	var seen []string
+	for _, rr := range rrs {
+		var name string
+		switch x := rr.(type) {
+		case *dns.MX:
+			name = x.Mx
+		case *dns.SRV:
+			name = x.Target
+		default:
+			continue
+		}
+		name = strings.ToLower(name)
+		if !underZone(name, zone) || slices.Contains(seen, name) {
+			continue
+		}
+		seen = append(seen, name)
+		extra = append(extra, r.addrs(t, q, name, zone)...)
+	}
+	return extra
+}
+
+// addrs returns the A and AAAA records that name (an owner of the block's records,
+// not a wildcard's match) answers for q's client.
+func (r *Resolver) addrs(t *table, q *Query, name, zone string) []dns.RR {
+	e := t.plan.names[name]
+	if e == nil {
+		return nil
+	}
+	var out []dns.RR
+	for _, qt := range [...]uint16{dns.TypeA, dns.TypeAAAA} {
+		if n := e.node(qt); n != nil {
+			var sub Answer
+			rrs, _ := r.walk(t, e, n, q, &sub)
+			out = append(out, rrs...)
+		}
+	}
+	return out
+}
+
 // step answers name (q.Name or a CNAME target) from t into ans, which is zero on entry,
 // without following a CNAME; ans.chase reports that the answer is a CNAME to follow.
 func (r *Resolver) step(t *table, q *Query, name, zone string, ans *Answer) {
@@ -815,14 +978,10 @@ func (r *Resolver) step(t *table, q *Query, name, zone string, ans *Answer) {
 	ans.Rcode, ans.Zone = dns.RcodeSuccess, zone
 	e := p.lookup(name, zone)
 	var n *node
-	switch {
-	case e == nil:
-	case e.cname != nil:
-		n = e.cname
-	case q.Type == dns.TypeA:
-		n = e.a
-	case q.Type == dns.TypeAAAA:
-		n = e.aaaa
+	if e != nil {
+		if n = e.cname; n == nil {
+			n = e.node(q.Type)
+		}
 	}
 	if n == nil { // NXDOMAIN, or NODATA
 		ans.Ns, ans.Pass = p.neg[zone], true
@@ -860,6 +1019,13 @@ func (r *Resolver) chase(t *table, q *Query, ans *Answer) {
 		zone := matchZone(p.zones, target)
 		if zone == "" || inChain(chain, target) {
 			break
+		}
+		if p.cuts != nil {
+			var ref Answer
+			if r.referral(t, q, target, zone, &ref) {
+				ans.Ns, ans.Extra = ref.Ns, ref.Extra // the CNAME, and where its target is delegated
+				break
+			}
 		}
 		var next Answer
 		r.step(t, q, target, zone, &next)
@@ -915,11 +1081,17 @@ func matchZone(zones []string, name string) string {
 		if len(z) <= len(best) {
 			continue
 		}
-		if z == "." || name == z || (len(name) > len(z) && name[len(name)-len(z)-1] == '.' && name[len(name)-len(z):] == z) {
+		if underZone(name, z) {
 			best = z
 		}
 	}
 	return best
+}
+
+// underZone reports whether name is z or below it, without allocating; both are
+// lower-cased FQDNs.
+func underZone(name, z string) bool {
+	return z == "." || name == z || (len(name) > len(z) && name[len(name)-len(z)-1] == '.' && name[len(name)-len(z):] == z)
 }
 
 // lookup finds the entry for name: the exact owner, else the wildcard at the closest
@@ -976,7 +1148,7 @@ func (r *Resolver) walk(t *table, e *entry, n *node, q *Query, ans *Answer) (rrs
 				ans.resortSet = n.set
 			}
 			ans.leaf = nil
-			rrs := r.pickSet(e, n, st, t.plan.ttl)
+			rrs := r.pickSet(e, n, st)
 			if q.trace != nil {
 				r.explain(t, n, q, -1)
 			}
@@ -993,7 +1165,7 @@ func (r *Resolver) walk(t *table, e *entry, n *node, q *Query, ans *Answer) (rrs
 		mn := &n.members[i]
 		if mn.child == nil {
 			ans.leaf = mn.m
-			l := e.leaf(n, mn, t.plan.ttl)
+			l := e.leaf(n, mn)
 			if l.rots != nil {
 				return l.rots[r.rand(uint64(len(l.rots)))], scope
 			}
@@ -1028,7 +1200,7 @@ const maxMultivalue = 8
 
 // pickSet answers a multivalue node: every candidate when there are at most eight, else
 // eight distinct ones at random, in random order. The slice is the response's own.
-func (r *Resolver) pickSet(e *entry, n *node, st *nodeState, ttl uint32) []dns.RR {
+func (r *Resolver) pickSet(e *entry, n *node, st *nodeState) []dns.RR {
 	k := len(st.cands)
 	var chosen [maxMultivalue]int32
 	if k <= maxMultivalue {
@@ -1052,7 +1224,7 @@ func (r *Resolver) pickSet(e *entry, n *node, st *nodeState, ttl uint32) []dns.R
 	}
 	out := make([]dns.RR, 0, size)
 	for _, i := range chosen[:k] {
-		out = append(out, e.leaf(n, &n.members[i], ttl).rrs...)
+		out = append(out, e.leaf(n, &n.members[i]).rrs...)
 	}
 	return out
 }

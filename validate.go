@@ -1,8 +1,8 @@
 package healthroute
 
 import (
-	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/miekg/dns"
@@ -11,25 +11,17 @@ import (
 // validate checks what needs the whole block: check and alias targets, cycles, set
 // identifiers, per-group membership rules and type clashes.
 func validate(cfg *Config) error {
-	sets := map[string]*RecordSet{}
+	sets := map[string][]*RecordSet{} // by name: one block per type, or one for all
 	cfg.members = 0
 	for i, rs := range cfg.Records {
 		rs.idx = i
 		for _, m := range rs.Members {
 			m.idx, cfg.members = cfg.members, cfg.members+1
 		}
-		if prev, dup := sets[rs.Name]; dup {
-			return rs.pos.errorf("record %s: defined twice (first at line %d); put every member in one block", rs.Name, prev.pos.line)
-		}
-		sets[rs.Name] = rs
+		sets[rs.Name] = append(sets[rs.Name], rs)
 	}
 	for _, rs := range cfg.Records {
-		ids := map[string]bool{}
 		for _, m := range rs.Members {
-			if ids[m.ID] {
-				return m.pos.errorf("record %s: duplicate set identifier '%s', give each member a unique id", rs.Name, m.ID)
-			}
-			ids[m.ID] = true
 			if m.checkName != "" {
 				spec, ok := cfg.Checks[m.checkName]
 				if !ok {
@@ -52,8 +44,16 @@ func validate(cfg *Config) error {
 				}
 				m.Lat, m.Lon = truncate2(m.Lat), truncate2(m.Lon) // as Route 53 does
 			}
-			if rs.Policy == Multivalue && (m.Kind == KindAlias || m.Kind == KindCNAME) {
-				return m.pos.errorf("record %s: multivalue members must be A or AAAA, not %s", rs.Name, m.Kind)
+			if rs.Policy == Multivalue && (m.Kind == KindAlias || m.Type == dns.TypeCNAME || m.Type == dns.TypeNS) {
+				return m.pos.errorf("record %s: multivalue members must be A or AAAA or any other type but CNAME and NS, not %s", rs.Name, m.typeName())
+			}
+			if m.Type == dns.TypeNS && m.Kind != KindAlias {
+				if strings.HasPrefix(rs.Name, "*.") {
+					return m.pos.errorf("record %s: NS at a wildcard name, expected a delegation at an exact name", rs.Name)
+				}
+				if slices.Contains(cfg.Zones, rs.Name) {
+					return m.pos.errorf("record %s: NS at the zone apex, expected the ns property for the zone's own name servers", rs.Name)
+				}
 			}
 		}
 	}
@@ -61,64 +61,96 @@ func validate(cfg *Config) error {
 	// and how many record sets judging a name's health for one client may visit: a
 	// member that evaluates target health into a client-dependent group (geolocation,
 	// ip, or a group evaluating into one) is judged per query, through its branch.
-	served := map[string]kinds{}
+	served := map[*RecordSet]types{}
+	byName := map[string]types{}
 	dynamic := map[string]bool{}
 	paths := map[string]int{}
 	state := map[string]int{}
-	var visit func(rs *RecordSet, path []string) error
-	visit = func(rs *RecordSet, path []string) error {
-		switch state[rs.Name] {
+	var visit func(name string, path []string) error
+	visit = func(name string, path []string) error {
+		switch state[name] {
 		case 1:
-			return rs.pos.errorf("record %s: alias cycle: %s", rs.Name, strings.Join(append(path, rs.Name), " -> "))
+			return sets[name][0].pos.errorf("record %s: alias cycle: %s", name, strings.Join(append(path, name), " -> "))
 		case 2:
 			return nil
 		}
-		state[rs.Name] = 1
-		var k kinds
-		n, dyn := 1, rs.Policy == Geolocation || rs.Policy == IPBased
-		for _, m := range rs.Members {
-			if m.Kind != KindAlias {
-				k = k.with(m.Kind)
-				continue
+		state[name] = 1
+		var all types
+		n, dyn := 1, false
+		for _, rs := range sets[name] {
+			var k types
+			dyn = dyn || rs.Policy == Geolocation || rs.Policy == IPBased
+			for _, m := range rs.Members {
+				if m.Kind != KindAlias {
+					k = k.with(m.Type)
+					continue
+				}
+				if err := visit(m.Target, append(path, name)); err != nil {
+					return err
+				}
+				switch t := byName[m.Target]; {
+				case !slices.ContainsFunc(t, func(x uint16) bool { return aliasTypes[x] }):
+					return m.pos.errorf("record %s: alias target '%s' serves no records an alias can answer (NS and DS are not)", rs.Name, m.Target)
+				case m.Type != 0 && !t.has(m.Type):
+					return m.pos.errorf("record %s: alias target '%s' serves no %s records", rs.Name, m.Target, dns.TypeToString[m.Type])
+				case m.Type != 0:
+					k = k.with(m.Type)
+				default: // every type of the target an alias can have: not NS or DS
+					for _, x := range t {
+						if aliasTypes[x] {
+							k = k.with(x)
+						}
+					}
+				}
+				if m.ETH && dynamic[m.Target] {
+					dyn, n = true, min(n+paths[m.Target], maxAliasPaths+1)
+				}
 			}
-			t := sets[m.Target]
-			if err := visit(t, append(path, rs.Name)); err != nil {
-				return err
+			for _, t := range k {
+				if all.has(t) {
+					other := sets[name][slices.IndexFunc(sets[name], func(o *RecordSet) bool { return served[o].has(t) })]
+					return rs.pos.errorf("record %s: defined twice for %s (first at line %d, directly or through aliases); a name has one block, or one block per type", name, dns.TypeToString[t], other.pos.line)
+				}
+				all = all.with(t)
 			}
-			if served[t.Name] == 0 {
-				return m.pos.errorf("record %s: alias target '%s' serves no records", rs.Name, m.Target)
-			}
-			k |= served[t.Name]
-			if m.ETH && dynamic[t.Name] {
-				dyn, n = true, min(n+paths[t.Name], maxAliasPaths+1)
-			}
+			served[rs] = k
 		}
 		if n > maxAliasPaths {
-			return rs.pos.errorf("record %s: evaluate target health into geolocation or ip groups reaches more than %d record sets counted once per path (targets shared by several aliases multiply), expected at most %d", rs.Name, maxAliasPaths, maxAliasPaths)
+			return sets[name][0].pos.errorf("record %s: evaluate target health into geolocation or ip groups reaches more than %d record sets counted once per path (targets shared by several aliases multiply), expected at most %d", name, maxAliasPaths, maxAliasPaths)
 		}
-		dynamic[rs.Name], paths[rs.Name] = dyn, n
-		if k.has(KindCNAME) && (k.has(KindA) || k.has(KindAAAA)) {
-			return rs.pos.errorf("record %s: CNAME and A/AAAA at one name (directly or through aliases); a CNAME must be alone", rs.Name)
+		dynamic[name], paths[name] = dyn, n
+		if all.has(dns.TypeCNAME) && len(all) > 1 {
+			other := dns.TypeToString[all[slices.IndexFunc(all, func(t uint16) bool { return t != dns.TypeCNAME })]]
+			if all.has(dns.TypeA) || all.has(dns.TypeAAAA) {
+				other = "A/AAAA"
+			}
+			return sets[name][0].pos.errorf("record %s: CNAME and %s at one name (directly or through aliases); a CNAME must be alone", name, other)
 		}
-		served[rs.Name] = k
-		state[rs.Name] = 2
+		byName[name] = all
+		state[name] = 2
 		return nil
 	}
 	for _, rs := range cfg.Records {
-		if err := visit(rs, nil); err != nil {
+		if err := visit(rs.Name, nil); err != nil {
 			return err
 		}
 	}
-	// Per type group rules (A and AAAA members form separate groups).
+	// Per type group rules (each type's members form a group of their own). Set
+	// identifiers are unique within a group, as Route 53 scopes them to a name and type.
 	for _, rs := range cfg.Records {
-		for _, t := range []Kind{KindA, KindAAAA, KindCNAME} {
+		for _, t := range served[rs] {
 			var group []*Member
+			ids := map[string]bool{}
 			for _, m := range rs.Members {
-				if m.Kind == t || (m.Kind == KindAlias && served[m.Target].has(t)) {
+				if m.Type == t || (m.Kind == KindAlias && m.Type == 0 && aliasTypes[t] && byName[m.Target].has(t)) {
+					if ids[m.ID] {
+						return m.pos.errorf("record %s: duplicate set identifier '%s' among the %s members, give each member of a type a unique id", rs.Name, m.ID, dns.TypeToString[t])
+					}
+					ids[m.ID] = true
 					group = append(group, m)
 				}
 			}
-			if err := validateGroup(rs, t, group); err != nil {
+			if err := validateGroup(rs, dns.TypeToString[t], group); err != nil {
 				return err
 			}
 		}
@@ -132,7 +164,7 @@ func validate(cfg *Config) error {
 // after level double that count at each level.
 const maxAliasPaths = 10_000
 
-func validateGroup(rs *RecordSet, t Kind, group []*Member) error {
+func validateGroup(rs *RecordSet, t string, group []*Member) error {
 	if len(group) == 0 {
 		return nil
 	}
@@ -213,21 +245,14 @@ func roleName(r Role) string {
 	return "secondary"
 }
 
-// kinds is a set of Kind.
-type kinds uint8
+// types is a small set of RR types, in the order first added.
+type types []uint16
 
-func (k kinds) with(x Kind) kinds { return k | 1<<x }
-func (k kinds) has(x Kind) bool   { return k&(1<<x) != 0 }
-
-// qtype maps a member kind to its RR type.
-func (k Kind) qtype() uint16 {
-	switch k {
-	case KindA:
-		return dns.TypeA
-	case KindAAAA:
-		return dns.TypeAAAA
-	case KindCNAME:
-		return dns.TypeCNAME
+func (k types) with(t uint16) types {
+	if k.has(t) {
+		return k
 	}
-	panic(fmt.Sprintf("kind %s has no RR type", k))
+	return append(k, t)
 }
+
+func (k types) has(t uint16) bool { return slices.Contains(k, t) }

@@ -62,9 +62,9 @@ func (r *Resolver) Records() []view.Record {
 		if e == nil {
 			e = t.plan.wild[strings.TrimPrefix(rs.Name, "*.")]
 		}
-		for _, n := range []*node{e.a, e.aaaa, e.cname} {
-			if n == nil {
-				continue
+		for _, n := range e.nodes() {
+			if n.set != rs {
+				continue // another block at the name
 			}
 			st := t.state(n.id)
 			v := view.Record{Name: rs.Name, Type: dns.TypeToString[n.qtype], Policy: rs.Policy.String()}

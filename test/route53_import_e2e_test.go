@@ -148,7 +148,7 @@ func TestRoute53ImportServes(t *testing.T) {
 	cidr := write("blocks.json", `{"CidrBlocks": [{"CidrBlock": "127.0.0.0/8", "LocationName": "lab"}]}`)
 
 	bin := route53ImportCommand(t, dir)
-	out, err := exec.Command(bin, "-records", records, "-checks", checks, "-cidr", "c1="+cidr, "-block-ttl").Output()
+	out, err := exec.Command(bin, "-records", records, "-checks", checks, "-cidr", "c1="+cidr).Output()
 	if err != nil {
 		t.Fatalf("healthroute-import: %v", err)
 	}
@@ -160,9 +160,13 @@ func TestRoute53ImportServes(t *testing.T) {
 	}
 	imported := server("\t\timport " + conf)
 	hand := server(strings.ReplaceAll(route53Handwritten, "CHECK_PORT", u.Port()))
+	loaded := server(fmt.Sprintf("\t\troute53 {\n\t\t\trecords %s\n\t\t\thealth_checks %s\n\t\t\tcidr_blocks c1=%s\n\t\t}", records, checks, cidr))
 
 	if got, want := route53Answers(t, imported), route53Answers(t, hand); got != want {
 		t.Fatalf("check passing: imported zone answers\n%s\nhand-written Corefile\n%s", got, want)
+	}
+	if got, want := route53Answers(t, loaded), route53Answers(t, hand); got != want {
+		t.Fatalf("check passing: zone loaded by the route53 property answers\n%s\nhand-written Corefile\n%s", got, want)
 	}
 	if got := imported.Query(t, "www.example.com.", dns.TypeA); len(got.Answer) != 1 || !strings.HasSuffix(got.Answer[0].String(), "192.0.2.10") {
 		t.Fatalf("www with the check passing: %v, want the primary 192.0.2.10", got.Answer)
@@ -176,7 +180,73 @@ func TestRoute53ImportServes(t *testing.T) {
 	// interval: each server fails over within two intervals.
 	imported.WaitFor(t, "www.example.com.", dns.TypeA, 25*time.Second, "imported zone fails over", failed)
 	hand.WaitFor(t, "www.example.com.", dns.TypeA, 25*time.Second, "hand-written zone fails over", failed)
+	loaded.WaitFor(t, "www.example.com.", dns.TypeA, 25*time.Second, "zone loaded by the route53 property fails over", failed)
 	if got, want := route53Answers(t, imported), route53Answers(t, hand); got != want {
 		t.Errorf("check failing: imported zone answers\n%s\nhand-written Corefile\n%s", got, want)
 	}
+	if got, want := route53Answers(t, loaded), route53Answers(t, hand); got != want {
+		t.Errorf("check failing: zone loaded by the route53 property answers\n%s\nhand-written Corefile\n%s", got, want)
+	}
+}
+
+// TestRoute53PropertyReloads serves a zone with the route53 property, changes the
+// record sets' file and waits for the new answer (the file is polled every 2 s); then
+// breaks the file, waits for the failed reload in the log, and checks that the
+// previous zone keeps answering; then fixes it again.
+func TestRoute53PropertyReloads(t *testing.T) {
+	dir := t.TempDir()
+	records := filepath.Join(dir, "rrsets.json")
+	zone := func(addr, txt string) string {
+		return `{"ResourceRecordSets": [
+	{"Name": "example.com.", "Type": "SOA", "TTL": 900, "ResourceRecords": [{"Value": "ns-1.awsdns-1.com. awsdns-hostmaster.amazon.com. 1 7200 900 1209600 86400"}]},
+	{"Name": "www.example.com.", "Type": "A", "TTL": 30, "ResourceRecords": [{"Value": "` + addr + `"}]},
+	{"Name": "www.example.com.", "Type": "TXT", "TTL": 300, "ResourceRecords": [{"Value": "\"` + txt + `\""}]},
+	{"Name": "example.com.", "Type": "MX", "TTL": 300, "ResourceRecords": [{"Value": "10 www.example.com."}]}
+]}`
+	}
+	write := func(content string) {
+		// Written aside and renamed, so that a poll never reads half a file.
+		tmp := records + ".tmp"
+		if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, records); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(zone("192.0.2.1", "one"))
+	port := coretest.FreePort(t)
+	s := coretest.Start(t, fmt.Sprintf("example.com:%d {\n\tbind 127.0.0.1\n\thealthroute {\n\t\troute53 {\n\t\t\trecords %s\n\t\t}\n\t}\n}\n", port, records), port, "www.example.com")
+	has := func(want ...string) func(*dns.Msg) bool {
+		return func(m *dns.Msg) bool {
+			var got []string
+			for _, rr := range append(m.Answer, m.Extra...) {
+				got = append(got, rr.String())
+			}
+			return slices.Equal(got, want)
+		}
+	}
+	s.WaitFor(t, "www.example.com.", dns.TypeA, time.Second, "the zone's A record with its TTL", has("www.example.com.\t30\tIN\tA\t192.0.2.1"))
+	s.WaitFor(t, "www.example.com.", dns.TypeTXT, time.Second, "the zone's TXT record", has("www.example.com.\t300\tIN\tTXT\t\"one\""))
+	s.WaitFor(t, "example.com.", dns.TypeMX, time.Second, "the MX with its target's address", has("example.com.\t300\tIN\tMX\t10 www.example.com.", "www.example.com.\t30\tIN\tA\t192.0.2.1"))
+
+	write(zone("192.0.2.2", "two"))
+	s.WaitFor(t, "www.example.com.", dns.TypeA, 20*time.Second, "the changed file's A record", has("www.example.com.\t30\tIN\tA\t192.0.2.2"))
+	s.WaitFor(t, "www.example.com.", dns.TypeTXT, time.Second, "the changed file's TXT record", has("www.example.com.\t300\tIN\tTXT\t\"two\""))
+
+	write(strings.Replace(zone("192.0.2.3", "three"), `"Type": "A"`, `"Type": "HINFO"`, 1))
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(s.Output(), "keeping the previous configuration") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no failed reload logged within 20s:\n%s", s.Output())
+		}
+		s.WaitFor(t, "www.example.com.", dns.TypeA, time.Second, "the previous zone while the file is broken", has("www.example.com.\t30\tIN\tA\t192.0.2.2"))
+	}
+	if out := s.Output(); !strings.Contains(out, `record set www.example.com. HINFO`) || !strings.Contains(out, records) {
+		t.Errorf("the failed reload's log does not name the record set and the file:\n%s", out)
+	}
+	s.WaitFor(t, "www.example.com.", dns.TypeA, time.Second, "the previous zone after the failed reload", has("www.example.com.\t30\tIN\tA\t192.0.2.2"))
+
+	write(zone("192.0.2.4", "four"))
+	s.WaitFor(t, "www.example.com.", dns.TypeA, 20*time.Second, "the fixed file's A record", has("www.example.com.\t30\tIN\tA\t192.0.2.4"))
 }

@@ -3,13 +3,17 @@
 //
 //	healthroute-import -records rrsets.json [-checks checks.json] [-cidr [COLLECTION_ID=]blocks.json]... [-zone example.org.] [-block-ttl]
 //
-// The lines go to standard output, to be put inside a healthroute block; warnings
-// (what will answer differently from Route 53) go to standard error. It exits 1 when
-// the zone cannot be converted, printing nothing, and 2 on bad usage.
+// The lines go to standard output, to be put inside a healthroute block as they are,
+// `ttl` lines included; warnings (what will answer differently from Route 53) go to
+// standard error. It exits 1 when the zone cannot be converted, printing nothing, and
+// 2 on bad usage. -block-ttl leaves the `ttl` lines out, for every answer to carry the
+// healthroute block's ttl instead.
+//
+// To serve the export without editing it, the healthroute block's `route53` property
+// reads the same files at startup and whenever they change.
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -33,7 +37,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	records := fs.String("records", "", "`FILE` of aws route53 list-resource-record-sets output, or a change batch; - for standard input (required)")
 	checks := fs.String("checks", "", "`FILE` of aws route53 list-health-checks output")
 	zone := fs.String("zone", "", "the hosted zone's `NAME`; default: the SOA record set's name")
-	blockTTL := fs.Bool("block-ttl", false, "leave out the ttl lines: every answer carries the healthroute block's ttl")
+	blockTTL := fs.Bool("block-ttl", false, "leave out the ttl lines: every answer carries the healthroute block's ttl, not the record set's")
 	var cidrs cidrFlags
 	fs.Var(&cidrs, "cidr", "`[COLLECTION_ID=]FILE` of aws route53 list-cidr-blocks output; repeat for each collection (without an ID: any collection)")
 	fs.Usage = func() {
@@ -47,7 +51,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	in, err := load(*records, *checks, cidrs)
+	in, err := route53.Files{Records: *records, HealthChecks: *checks, CIDRBlocks: cidrs}.Load()
 	if err == nil {
 		in.Zone, in.BlockTTL = *zone, *blockTTL
 		var res *route53.Result
@@ -62,59 +66,4 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "healthroute-import: %v\n", err)
 	return 1
-}
-
-// load reads the input files.
-func load(records, checks string, cidrs []string) (route53.Input, error) {
-	var in route53.Input
-	var err error
-	if in.RecordSets, err = readFile(records, route53.ReadRecordSets); err != nil {
-		return in, err
-	}
-	if checks != "" {
-		if in.HealthChecks, err = readFile(checks, route53.ReadHealthChecks); err != nil {
-			return in, err
-		}
-	}
-	for _, c := range cidrs {
-		id, file, ok := strings.Cut(c, "=")
-		if !ok {
-			id, file = "", c
-		}
-		if in.CIDRBlocks == nil {
-			in.CIDRBlocks = map[string][]route53.CidrBlock{}
-		}
-		if _, dup := in.CIDRBlocks[id]; dup {
-			return in, fmt.Errorf("-cidr %s: collection %q given twice", c, id)
-		}
-		if in.CIDRBlocks[id], err = readFile(file, route53.ReadCIDRBlocks); err != nil {
-			return in, err
-		}
-	}
-	return in, nil
-}
-
-// readFile reads path ("-": standard input) with read.
-func readFile[T any](path string, read func(io.Reader) (T, error)) (T, error) {
-	if path == "-" {
-		v, err := read(os.Stdin)
-		if err != nil {
-			err = fmt.Errorf("standard input: %w", err)
-		}
-		return v, err
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		var zero T
-		return zero, err
-	}
-	defer f.Close()
-	v, err := read(f)
-	if err != nil {
-		var pe *os.PathError
-		if !errors.As(err, &pe) {
-			err = fmt.Errorf("%s: %w", path, err)
-		}
-	}
-	return v, err
 }

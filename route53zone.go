@@ -1,0 +1,173 @@
+package healthroute
+
+import (
+	"context"
+	"os"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/coredns/caddy"
+	"github.com/coredns/caddy/caddyfile"
+
+	"github.com/healthroute/healthroute/health"
+	"github.com/healthroute/healthroute/route53"
+)
+
+// route53Config is the `route53 { records FILE; health_checks FILE; cidr_blocks
+// [COLLECTION_ID=]FILE }` property: a Route 53 hosted zone's JSON, read at startup
+// and on every reload.
+type route53Config struct {
+	files route53.Files // paths resolved against the server's root
+	pos   pos
+	stats []fileStat // of files, as parse read them
+}
+
+// fileStat is what a watcher compares to notice that a file changed.
+type fileStat struct {
+	mod  time.Time
+	size int64
+}
+
+func statFile(path string) fileStat {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fileStat{size: -1}
+	}
+	return fileStat{fi.ModTime(), fi.Size()}
+}
+
+// parseRoute53 reads the route53 property's block.
+func parseRoute53(c *caddy.Controller, cfg *Config, args []string) error {
+	if len(args) != 0 {
+		return c.ArgErr()
+	}
+	r := &route53Config{pos: pos{c.File(), c.Line()}}
+	opts := seen{}
+	err := block(c, func(key string, args []string) error {
+		v, err := oneArg(c, args)
+		if err != nil {
+			return err
+		}
+		switch key {
+		case "records", "health_checks":
+			if err := opts.once(c, "route53: ", key); err != nil {
+				return err
+			}
+			if key == "records" {
+				r.files.Records = rootPath(c, v)
+			} else {
+				r.files.HealthChecks = rootPath(c, v)
+			}
+		case "cidr_blocks":
+			id, file, ok := strings.Cut(v, "=")
+			if ok && (id == "" || file == "") {
+				return c.Errf("route53: cidr_blocks: invalid value '%s', expected [COLLECTION_ID=]FILE", v)
+			}
+			if ok {
+				v = id + "=" + rootPath(c, file)
+			} else {
+				v = rootPath(c, v)
+			}
+			r.files.CIDRBlocks = append(r.files.CIDRBlocks, v)
+		default:
+			return c.Errf("route53: unknown property '%s', expected records, health_checks or cidr_blocks", key)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if r.files.Records == "" {
+		return c.Errf("route53: expected a block with 'records FILE'")
+	}
+	cfg.Route53 = r
+	return nil
+}
+
+// loadRoute53 reads the route53 property's files, converts the hosted zone and parses
+// its region, check and record lines into cfg as if the block held them. Any error
+// names the file, and the record set or line.
+func loadRoute53(cfg *Config, children *map[*health.Spec][]childRef) error {
+	r := cfg.Route53
+	for _, p := range r.files.Paths() {
+		r.stats = append(r.stats, statFile(p))
+	}
+	in, err := r.files.Load()
+	if err != nil {
+		return r.pos.errorf("route53: %v", err)
+	}
+	if len(cfg.Zones) == 1 {
+		in.Zone = cfg.Zones[0]
+	}
+	res, err := route53.Convert(in)
+	if err != nil {
+		return r.pos.errorf("route53: %s: %v", r.files.Records, err)
+	}
+	for _, w := range res.Warnings {
+		log.Warningf("route53: %s: %s", r.files.Records, w)
+	}
+	// The converted lines are read by the Corefile's own parser, named for the file
+	// they came from.
+	c := &caddy.Controller{Dispenser: caddyfile.NewDispenser(r.files.Records+" (converted)", strings.NewReader("route53 {\n"+res.Corefile+"}\n"))}
+	c.Next()
+	return block(c, func(key string, args []string) error {
+		if key != "region" && key != "check" && key != "record" {
+			return c.Errf("route53: unexpected '%s' in the converted zone", key)
+		}
+		return parseZoneLine(c, cfg, key, args, children)
+	})
+}
+
+// instance is the running CoreDNS instance, for the route53 watcher's reloads.
+var instance atomic.Pointer[caddy.Instance]
+
+func init() {
+	caddy.RegisterEventHook(pluginName, func(ev caddy.EventName, info any) error {
+		if i, ok := info.(*caddy.Instance); ok && ev == caddy.InstanceStartupEvent {
+			instance.Store(i)
+		}
+		return nil
+	})
+}
+
+// watchRoute53 polls the route53 property's files every period until ctx ends, and
+// reloads the server when one changed since parse read them. The reload parses the
+// whole Corefile again: a zone that fails to load is logged and the previous
+// configuration keeps serving, as on any reload that fails.
+func watchRoute53(ctx context.Context, r *route53Config, period time.Duration, reload func() bool) {
+	paths := r.files.Paths()
+	last := append([]fileStat(nil), r.stats...)
+	every(ctx, period, func() {
+		now := make([]fileStat, len(paths))
+		for i, p := range paths {
+			now[i] = statFile(p)
+		}
+		if !slices.Equal(now, last) && reload() {
+			log.Infof("route53: %s changed: reloading", strings.Join(paths, ", "))
+			last = now
+		}
+	})
+}
+
+// restarting is set while a reload started by a route53 watcher runs.
+var restarting atomic.Bool
+
+// reloadInstance restarts the running instance with its own Corefile, which reads
+// the route53 files again, and reports whether it started one: false while another
+// runs, so that the watcher tries again at its next check. It returns at once: the
+// restart shuts this handler down.
+func reloadInstance() bool {
+	i := instance.Load()
+	if i == nil || !restarting.CompareAndSwap(false, true) {
+		return false
+	}
+	go func() {
+		defer restarting.Store(false)
+		if _, err := i.Restart(i.Caddyfile()); err != nil {
+			log.Errorf("route53: keeping the previous configuration: %v", err)
+		}
+	}()
+	return true
+}
