@@ -124,34 +124,34 @@ type RecordSet struct {
 }
 
 // Member is one line of a record block: the policy key, the target and the options.
+// Fields are ordered by size, one-byte fields last, so that the struct packs without
+// padding: a large configuration holds one per member.
 type Member struct {
-	Kind   Kind
-	Type   uint16       // the target's RR type; for an alias the one type it answers, 0 for every type of its target
 	Addrs  []netip.Addr // A and AAAA targets
 	RRs    []dns.RR     // other types: the values, named for the record set, TTL 0
 	Target string       // CNAME or alias target name, normalized
 	Check  *health.Spec // nil: no health check (always healthy)
-	ETH    bool         // evaluate target health (alias only)
 	ID     string       // set identifier
 
-	checkName string // as written; resolved to Check by validate
-	idx       int    // ordinal among every member of the Config, for metrics
-
-	Weight uint8  // weighted
-	Region string // latency; geoproximity when it names a region
-	Role   Role   // failover
-
-	Geo     GeoLevel // geolocation
-	GeoCode string   // geolocation: "EU", "DE", "US-CA" ("" for default)
-
-	Coords   bool    // geoproximity: Lat/Lon set (by coordinates or from the region)
-	Lat, Lon float64 // geoproximity, truncated to two decimals
-	Bias     int     // geoproximity, -99..99
-
+	Region  string         // latency; geoproximity when it names a region
+	GeoCode string         // geolocation: "EU", "DE", "US-CA" ("" for default)
 	CIDRs   []netip.Prefix // ip
-	Default bool           // ip and geolocation: the default member
 
-	pos pos
+	Lat, Lon float64 // geoproximity, truncated to two decimals
+
+	checkName string // as written; resolved to Check by validate
+	pos       pos
+	idx       int32 // ordinal among every member of the Config, for metrics
+
+	Type    uint16   // the target's RR type; for an alias the one type it answers, 0 for every type of its target
+	Kind    Kind     // what the target is
+	ETH     bool     // evaluate target health (alias only)
+	Weight  uint8    // weighted
+	Role    Role     // failover
+	Geo     GeoLevel // geolocation
+	Coords  bool     // geoproximity: Lat/Lon set (by coordinates or from the region)
+	Bias    int8     // geoproximity, -99..99
+	Default bool     // ip and geolocation: the default member
 }
 
 // ttl is the TTL of rs's non-alias answers: its `ttl` line, else def.

@@ -276,7 +276,7 @@ func parseProximityKey(c *caddy.Controller, cfg *Config, rs *RecordSet, m *Membe
 		if err != nil || b < -99 || b > 99 {
 			return nil, c.Errf("record %s: bias: invalid value '%s', expected a number from -99 to 99", rs.Name, a[1])
 		}
-		m.Bias, a = b, a[2:]
+		m.Bias, a = int8(b), a[2:]
 	}
 	return a, nil
 }

@@ -118,7 +118,7 @@ func (r *Resolver) rank(n *node, i int32, q *Query, row []uint32) float64 {
 		if !q.Loc.HasCoords {
 			return float64(i) // unknown location: equally far from all (docs/routing.md#geoproximity)
 		}
-		return biased(haversine(q.Loc.Lat, q.Loc.Lon, mn.m.Lat, mn.m.Lon), mn.m.Bias)
+		return biased(haversine(q.Loc.Lat, q.Loc.Lon, mn.m.Lat, mn.m.Lon), int(mn.m.Bias))
 	}
 	// Latency: the measured table, else great-circle distance, else listing order.
 	if row != nil {

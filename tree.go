@@ -1,6 +1,7 @@
 package healthroute
 
 import (
+	"encoding/binary"
 	"math/rand/v2"
 	"net/netip"
 	"slices"
@@ -616,64 +617,131 @@ func touched(prev *table, snap *health.Snapshot, over map[string]bool) []int32 {
 // eval computes the state of nodes, each after its children, for the nodes take
 // reports pending (taking them); the others' state in t is current.
 func (t *table) eval(nodes []*node, take func(*node) bool) {
+	in := newInterner()
 	var eval func(n *node)
 	eval = func(n *node) {
 		if !take(n) {
 			return
 		}
-		ok := make([]bool, len(n.members))
 		for i := range n.members {
-			mn := &n.members[i]
-			ok[i] = mn.check < 0 || t.judged[mn.check] // no check: always healthy
-			if mn.child != nil {
-				eval(mn.child)
-				if mn.m.ETH && !mn.child.dynHealth {
-					ok[i] = ok[i] && t.state(mn.child.id).healthy
-				}
+			if c := n.members[i].child; c != nil {
+				eval(c)
 			}
 		}
-		*t.state(n.id) = staticState(n, ok)
+		ok := in.ok[:0] // the children are done: the scratch is free
+		for i := range n.members {
+			mn := &n.members[i]
+			h := mn.check < 0 || t.judged[mn.check] // no check: always healthy
+			if mn.child != nil && mn.m.ETH && !mn.child.dynHealth {
+				h = h && t.state(mn.child.id).healthy
+			}
+			ok = append(ok, h)
+		}
+		in.ok = ok
+		*t.state(n.id) = staticState(n, ok, in)
 	}
 	for _, n := range nodes {
 		eval(n)
 	}
 }
 
+// interner gives out one shared copy of each distinct selection slice (a node
+// state's ok, cands and cum), so that a table holds one per distinct value rather
+// than one per node: in a large configuration most nodes have the same shape and
+// health. Tables never write these slices. It also holds staticState's scratch, so
+// that evaluating a node allocates only the slices it is the first to need.
+type interner struct {
+	key                []byte
+	okSet              map[string][]bool
+	candSet            map[string][]int32
+	cumSet             map[string][]uint32
+	ok, none           []bool
+	healthy, all, pick []int32
+	cum                []uint32
+}
+
+func newInterner() *interner {
+	return &interner{okSet: map[string][]bool{}, candSet: map[string][]int32{}, cumSet: map[string][]uint32{}}
+}
+
+// bools returns the shared copy of s.
+func (in *interner) bools(s []bool) []bool {
+	if len(s) == 0 {
+		return nil
+	}
+	in.key = in.key[:0]
+	for _, b := range s {
+		in.key = append(in.key, boolByte(b))
+	}
+	if v, ok := in.okSet[string(in.key)]; ok {
+		return v
+	}
+	v := slices.Clip(slices.Clone(s))
+	in.okSet[string(in.key)] = v
+	return v
+}
+
+func boolByte(b bool) byte {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// intern returns the shared copy of s in m.
+func intern[T int32 | uint32](in *interner, m map[string][]T, s []T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	in.key = in.key[:0]
+	for _, v := range s {
+		in.key = binary.LittleEndian.AppendUint32(in.key, uint32(v))
+	}
+	if v, ok := m[string(in.key)]; ok {
+		return v
+	}
+	v := slices.Clip(slices.Clone(s))
+	m[string(in.key)] = v
+	return v
+}
+
 // staticState applies a policy to a node's member health: docs/routing.md#choose for the
-// policies whose choice does not depend on the client.
-func staticState(n *node, ok []bool) nodeState {
-	st := nodeState{ok: ok}
-	var healthy []int32
+// policies whose choice does not depend on the client. ok may be scratch: the state
+// holds in's copies.
+func staticState(n *node, ok []bool, in *interner) nodeState {
+	st := nodeState{ok: in.bools(ok)}
+	healthy, all := in.healthy[:0], in.all[:0]
 	for i, h := range ok {
 		if h {
 			healthy = append(healthy, int32(i))
 		}
+		all = append(all, int32(i))
 	}
+	in.healthy, in.all = healthy, all
 	st.healthy = len(healthy) > 0
 	st.failOpen = !st.healthy
-	all := make([]int32, len(ok))
-	for i := range all {
-		all[i] = int32(i)
-	}
 	if n.dynHealth {
 		// The client decides what is healthy: keep ok, and for weighted groups the
 		// last resort, which does not depend on health at all.
 		st.healthy, st.failOpen = false, false
 		if n.set.Policy == Weighted {
-			last := staticState(&node{set: n.set, members: n.members}, make([]bool, len(ok)))
+			in.none = slices.Grow(in.none[:0], len(ok))[:len(ok)]
+			clear(in.none)
+			last := staticState(&node{set: n.set, members: n.members}, in.none, in)
 			st.mode, st.cands, st.cum = last.mode, last.cands, last.cum
 		}
 		return st
 	}
+	var cands []int32
 	switch n.set.Policy {
 	case Latency, Geolocation, Geoproximity, IPBased:
 		return st // ranked per query; healthy = any member healthy
 	case Simple:
-		st.mode, st.cands = pickFirst, all[:1]
+		st.mode, cands = pickFirst, all[:1]
 	case Failover:
 		// Primary first; the secondary when the primary is unhealthy; the primary
 		// again when both are (docs/routing.md#failover).
-		order := make([]int32, 0, 2)
+		order := in.pick[:0]
 		for _, r := range []Role{Primary, Secondary} {
 			for i, mn := range n.members {
 				if mn.m.Role == r {
@@ -681,10 +749,11 @@ func staticState(n *node, ok []bool) nodeState {
 				}
 			}
 		}
-		st.mode, st.cands = pickFirst, order[:1]
-		for _, i := range order {
+		in.pick = order
+		st.mode, cands = pickFirst, order[:1]
+		for k, i := range order {
 			if ok[i] {
-				st.cands = []int32{i}
+				cands = order[k : k+1]
 				break
 			}
 		}
@@ -695,28 +764,33 @@ func staticState(n *node, ok []bool) nodeState {
 		if !st.healthy {
 			pool = all
 		}
-		var nonzero []int32
+		nonzero := in.pick[:0]
 		for _, i := range pool {
 			if n.members[i].m.Weight > 0 {
 				nonzero = append(nonzero, i)
 			}
 		}
+		in.pick = nonzero
 		if len(nonzero) > 0 {
-			st.mode, st.cands = pickWeight, nonzero
+			st.mode, cands = pickWeight, nonzero
+			cum := in.cum[:0]
 			var sum uint32
 			for _, i := range nonzero {
 				sum += uint32(n.members[i].m.Weight)
-				st.cum = append(st.cum, sum)
+				cum = append(cum, sum)
 			}
+			in.cum = cum
+			st.cum = intern(in, in.cumSet, cum)
 		} else {
-			st.mode, st.cands = pickUniform, pool
+			st.mode, cands = pickUniform, pool
 		}
 	case Multivalue:
-		st.mode, st.cands = pickSet, healthy
+		st.mode, cands = pickSet, healthy
 		if !st.healthy {
-			st.cands = all
+			cands = all
 		}
 	}
+	st.cands = intern(in, in.candSet, cands)
 	return st
 }
 

@@ -16,7 +16,7 @@ func validate(cfg *Config) error {
 	for i, rs := range cfg.Records {
 		rs.idx = i
 		for _, m := range rs.Members {
-			m.idx, cfg.members = cfg.members, cfg.members+1
+			m.idx, cfg.members = int32(cfg.members), cfg.members+1
 		}
 		sets[rs.Name] = append(sets[rs.Name], rs)
 	}
