@@ -173,8 +173,8 @@ func regionIDs(cfg *Config) map[string]int {
 }
 
 func newPlan(cfg *Config) *plan {
-	p := &plan{ttl: cfg.TTL, zones: cfg.Zones, names: map[string]*entry{}, wild: map[string]*entry{},
-		exists: map[string]bool{}, soa: map[string][]dns.RR{}, neg: map[string][]dns.RR{}, ns: map[string][]dns.RR{},
+	p := &plan{ttl: cfg.TTL, zones: cfg.Zones, names: make(map[string]*entry, len(cfg.Records)), wild: map[string]*entry{},
+		exists: make(map[string]bool, len(cfg.Records)), soa: map[string][]dns.RR{}, neg: map[string][]dns.RR{}, ns: map[string][]dns.RR{},
 		fall: cfg.Fall, regionIDs: regionIDs(cfg)}
 	p.regions = make([]Region, len(p.regionIDs))
 	p.hasCoords = make([]bool, len(p.regionIDs))
@@ -182,7 +182,7 @@ func newPlan(cfg *Config) *plan {
 		r, ok := cfg.Regions[n]
 		p.regions[id], p.hasCoords[id] = Region{Name: n, Lat: r.Lat, Lon: r.Lon}, ok
 	}
-	sets := map[string][]*RecordSet{}
+	sets := make(map[string][]*RecordSet, len(cfg.Records))
 	var qtypes types // every type the records hold
 	for _, rs := range cfg.Records {
 		sets[rs.Name] = append(sets[rs.Name], rs)
@@ -202,8 +202,8 @@ func newPlan(cfg *Config) *plan {
 			p.ns[z] = append(p.ns[z], &dns.NS{Hdr: dns.RR_Header{Name: z, Rrtype: dns.TypeNS, Class: dns.ClassINET, Ttl: cfg.TTL}, Ns: n})
 		}
 	}
-	memo := map[memoKey]*node{} // one node per record group, shared by every entry
-	done := map[string]bool{}
+	memo := make(map[memoKey]*node, len(cfg.Records)) // one node per record group, shared by every entry
+	done := make(map[string]bool, len(cfg.Records))
 	for _, rs := range cfg.Records {
 		if done[rs.Name] {
 			continue // a name's second block: its entry holds every block
@@ -353,6 +353,17 @@ func (p *plan) build(rs *RecordSet, qtype uint16, sets map[string][]*RecordSet, 
 	case Geolocation, IPBased:
 		n.dynOrder, n.dynHealth = true, true
 	}
+	size := 0 // at most this many members: allocate them once
+	for _, m := range rs.Members {
+		if m.Kind == KindAlias || m.Type == qtype {
+			size++
+		}
+	}
+	if size == 0 {
+		memo[key] = nil
+		return nil
+	}
+	n.members = make([]mnode, 0, size)
 	for _, m := range rs.Members {
 		var mn mnode
 		switch {
