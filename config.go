@@ -133,25 +133,32 @@ type Member struct {
 	Check  *health.Spec // nil: no health check (always healthy)
 	ID     string       // set identifier
 
-	Region  string         // latency; geoproximity when it names a region
-	GeoCode string         // geolocation: "EU", "DE", "US-CA" ("" for default)
-	CIDRs   []netip.Prefix // ip
-
-	Lat, Lon float64 // geoproximity, truncated to two decimals
+	// Place holds the keys of the policies that place members (latency,
+	// geolocation, geoproximity, ip); nil for the others, whose members then do
+	// not carry them. Its fields are read only in a placing policy's code.
+	*Place
 
 	checkName string // as written; resolved to Check by validate
 	pos       pos
 	idx       int32 // ordinal among every member of the Config, for metrics
 
-	Type    uint16   // the target's RR type; for an alias the one type it answers, 0 for every type of its target
-	Kind    Kind     // what the target is
-	ETH     bool     // evaluate target health (alias only)
-	Weight  uint8    // weighted
-	Role    Role     // failover
-	Geo     GeoLevel // geolocation
-	Coords  bool     // geoproximity: Lat/Lon set (by coordinates or from the region)
-	Bias    int8     // geoproximity, -99..99
-	Default bool     // ip and geolocation: the default member
+	Type    uint16 // the target's RR type; for an alias the one type it answers, 0 for every type of its target
+	Kind    Kind   // what the target is
+	ETH     bool   // evaluate target health (alias only)
+	Weight  uint8  // weighted
+	Role    Role   // failover
+	Default bool   // ip and geolocation: the default member
+}
+
+// Place is a member's key in a policy that places members.
+type Place struct {
+	Region   string         // latency; geoproximity when it names a region
+	GeoCode  string         // geolocation: "EU", "DE", "US-CA" ("" for default)
+	CIDRs    []netip.Prefix // ip
+	Lat, Lon float64        // geoproximity, truncated to two decimals
+	Geo      GeoLevel       // geolocation
+	Coords   bool           // geoproximity: Lat/Lon set (by coordinates or from the region)
+	Bias     int8           // geoproximity, -99..99
 }
 
 // ttl is the TTL of rs's non-alias answers: its `ttl` line, else def.

@@ -93,6 +93,10 @@ func parseMember(c *caddy.Controller, cfg *Config, rs *RecordSet, a []string) (*
 		return c.Errf("record %s: '%s' is not a member key of %s records, expected %s", rs.Name, a[0], rs.Policy, policyKeys[rs.Policy])
 	}
 	switch rs.Policy {
+	case Latency, Geolocation, Geoproximity, IPBased:
+		m.Place = new(Place)
+	}
+	switch rs.Policy {
 	case Simple:
 	case Weighted:
 		if a[0] != "weight" {
@@ -293,6 +297,7 @@ func defaultID(m *Member) string {
 		key = "primary-"
 	case m.Role == Secondary:
 		key = "secondary-"
+	case m.Place == nil: // no other key
 	case m.Region != "":
 		key = m.Region + "-"
 	case m.Default:

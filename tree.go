@@ -389,8 +389,10 @@ func (p *plan) build(rs *RecordSet, qtype uint16, sets map[string][]*RecordSet, 
 		if m.Default {
 			n.ipDefault = i
 		}
-		for _, b := range m.CIDRs {
-			n.ip.add(b, i)
+		if rs.Policy == IPBased {
+			for _, b := range m.CIDRs {
+				n.ip.add(b, i)
+			}
 		}
 		if rs.Policy == Latency {
 			mn.region = int32(p.regionIDs[m.Region])
