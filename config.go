@@ -88,9 +88,12 @@ type Config struct {
 	NS           []string       // the zones' apex NS names, normalized; nil: no apex NS
 	Route53      *route53Config // nil: no route53 property
 
-	members int  // how many members Records hold; Member.idx counts up to it
-	soaSet  bool // the soa property set the serial and timers
-	nsPos   pos  // where ns was given
+	members int // how many members Records hold; Member.idx counts up to it
+	// checkNames is each member's check as written, from parse until validate
+	// resolves it to Member.Check and drops the map.
+	checkNames map[*Member]string
+	soaSet     bool // the soa property set the serial and timers
+	nsPos      pos  // where ns was given
 }
 
 // SOAConfig is the `soa MNAME RNAME [SERIAL REFRESH RETRY EXPIRE MINIMUM]` property,
@@ -138,9 +141,8 @@ type Member struct {
 	// not carry them. Its fields are read only in a placing policy's code.
 	*Place
 
-	checkName string // as written; resolved to Check by validate
-	pos       pos
-	idx       int32 // ordinal among every member of the Config, for metrics
+	pos pos
+	idx int32 // ordinal among every member of the Config, for metrics
 
 	Type    uint16 // the target's RR type; for an alias the one type it answers, 0 for every type of its target
 	Kind    Kind   // what the target is

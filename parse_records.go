@@ -188,7 +188,10 @@ func parseMember(c *caddy.Controller, cfg *Config, rs *RecordSet, a []string) (*
 			if len(a) < 2 {
 				return nil, c.Errf("record %s: check needs a check name", rs.Name)
 			}
-			m.checkName, a = a[1], a[2:]
+			if cfg.checkNames == nil {
+				cfg.checkNames = map[*Member]string{}
+			}
+			cfg.checkNames[m], a = a[1], a[2:]
 		case "id":
 			if len(a) < 2 {
 				return nil, c.Errf("record %s: id needs a set identifier", rs.Name)

@@ -22,10 +22,10 @@ func validate(cfg *Config) error {
 	}
 	for _, rs := range cfg.Records {
 		for _, m := range rs.Members {
-			if m.checkName != "" {
-				spec, ok := cfg.Checks[m.checkName]
+			if name, ok := cfg.checkNames[m]; ok {
+				spec, ok := cfg.Checks[name]
 				if !ok {
-					return m.pos.errorf("record %s: unknown check '%s'", rs.Name, m.checkName)
+					return m.pos.errorf("record %s: unknown check '%s'", rs.Name, name)
 				}
 				m.Check = spec
 			}
@@ -57,6 +57,7 @@ func validate(cfg *Config) error {
 			}
 		}
 	}
+	cfg.checkNames = nil // resolved: parse's names go
 	// Alias cycles, then which types each name serves (aliases inherit their targets'),
 	// and how many record sets judging a name's health for one client may visit: a
 	// member that evaluates target health into a client-dependent group (geolocation,
