@@ -59,16 +59,31 @@ type mnode struct {
 	check  int32 // the member's check: its index in plan.checks, -1 for none
 }
 
-// leaf is a member's prebuilt answer.
+// leaf is a member's prebuilt answer: its RRs (owner = the record set's name), and
+// with several values all but the last once more, so that each rotation of the
+// values, for a random order (docs/routing.md#simple), is a window of the one array
+// and a query picks one without copying. Never mutated.
 type leaf struct {
-	rrs  []dns.RR   // owner = the record set's name; capped, never mutated
-	rots [][]dns.RR // with several values: every rotation of rrs, for a random order
+	ring []dns.RR
 }
 
 func newLeaf(owner string, m *Member, ttl uint32) leaf {
 	rrs := leafRRs(owner, m, ttl)
-	return leaf{rrs: rrs, rots: rotations(rrs)}
+	if len(rrs) < 2 {
+		return leaf{ring: rrs}
+	}
+	ring := append(make([]dns.RR, 0, 2*len(rrs)-1), rrs...)
+	return leaf{ring: append(ring, rrs[:len(rrs)-1]...)}
 }
+
+// values is how many RRs the leaf answers.
+func (l *leaf) values() int { return (len(l.ring) + 1) / 2 }
+
+// rrs returns the leaf's RRs in their written order, capped.
+func (l *leaf) rrs() []dns.RR { k := l.values(); return l.ring[:k:k] }
+
+// rotation returns the RRs starting at the i-th value, capped.
+func (l *leaf) rotation(i int) []dns.RR { k := l.values(); return l.ring[i : i+k : i+k] }
 
 // entry is what a name answers: one node per type it serves, from the name's one
 // record block or its blocks of one type each.
@@ -446,21 +461,6 @@ func leafRRs(owner string, m *Member, ttl uint32) []dns.RR {
 		}
 	}
 	return rrs[:len(rrs):len(rrs)]
-}
-
-// rotations returns every rotation of rrs, each capped, so that a query can answer
-// several values "in random order" (docs/routing.md#simple) by picking one, without copying.
-// A single value needs none.
-func rotations(rrs []dns.RR) [][]dns.RR {
-	if len(rrs) < 2 {
-		return nil
-	}
-	out := make([][]dns.RR, len(rrs))
-	for i := range rrs {
-		rot := append(append(make([]dns.RR, 0, len(rrs)), rrs[i:]...), rrs[:i]...)
-		out[i] = rot[:len(rot):len(rot)]
-	}
-	return out
 }
 
 // soa builds the zone's SOA record from the `soa` property; an unset MNAME is the
@@ -1253,10 +1253,10 @@ func (r *Resolver) walk(t *table, e *entry, n *node, q *Query, ans *Answer) (rrs
 		if mn.child == nil {
 			ans.leaf = mn.m
 			l := e.leaf(n, mn)
-			if l.rots != nil {
-				return l.rots[r.rand(uint64(len(l.rots)))], scope
+			if k := l.values(); k > 1 {
+				return l.rotation(int(r.rand(uint64(k)))), scope
 			}
-			return l.rrs, scope
+			return l.ring, scope
 		}
 		n = mn.child
 	}
@@ -1307,11 +1307,11 @@ func (r *Resolver) pickSet(e *entry, n *node, st *nodeState) []dns.RR {
 	}
 	size := 0
 	for _, i := range chosen[:k] {
-		size += len(n.members[i].rrs)
+		size += n.members[i].values()
 	}
 	out := make([]dns.RR, 0, size)
 	for _, i := range chosen[:k] {
-		out = append(out, e.leaf(n, &n.members[i]).rrs...)
+		out = append(out, e.leaf(n, &n.members[i]).rrs()...)
 	}
 	return out
 }
