@@ -88,12 +88,28 @@ type Config struct {
 	NS           []string       // the zones' apex NS names, normalized; nil: no apex NS
 	Route53      *route53Config // nil: no route53 property
 
-	members int // how many members Records hold; Member.idx counts up to it
-	// checkNames is each member's check as written, from parse until validate
-	// resolves it to Member.Check and drops the map.
-	checkNames map[*Member]string
-	soaSet     bool // the soa property set the serial and timers
-	nsPos      pos  // where ns was given
+	members int         // how many members Records hold; Member.idx counts up to it
+	parsing *parseState // what parse leaves for validate, which drops it
+	soaSet  bool        // the soa property set the serial and timers
+	nsPos   pos         // where ns was given
+}
+
+// parseState is what parsing a block needs beyond the Config: validate drops it, so a
+// running server does not keep it.
+type parseState struct {
+	checkNames map[*Member]string // each member's check as written, for validate to resolve
+	// One copy of the values that members repeat across names, for members to share:
+	// single addresses, and default set identifiers.
+	addrs map[netip.Addr][]netip.Addr
+	ids   map[string]string
+}
+
+// state returns cfg's parse state, creating it.
+func (cfg *Config) state() *parseState {
+	if cfg.parsing == nil {
+		cfg.parsing = &parseState{checkNames: map[*Member]string{}, addrs: map[netip.Addr][]netip.Addr{}, ids: map[string]string{}}
+	}
+	return cfg.parsing
 }
 
 // SOAConfig is the `soa MNAME RNAME [SERIAL REFRESH RETRY EXPIRE MINIMUM]` property,

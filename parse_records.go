@@ -188,10 +188,7 @@ func parseMember(c *caddy.Controller, cfg *Config, rs *RecordSet, a []string) (*
 			if len(a) < 2 {
 				return nil, c.Errf("record %s: check needs a check name", rs.Name)
 			}
-			if cfg.checkNames == nil {
-				cfg.checkNames = map[*Member]string{}
-			}
-			cfg.checkNames[m], a = a[1], a[2:]
+			cfg.state().checkNames[m], a = a[1], a[2:]
 		case "id":
 			if len(a) < 2 {
 				return nil, c.Errf("record %s: id needs a set identifier", rs.Name)
@@ -217,7 +214,14 @@ func parseMember(c *caddy.Controller, cfg *Config, rs *RecordSet, a []string) (*
 		}
 	}
 	if m.ID == "" {
-		m.ID = defaultID(m)
+		id := defaultID(m)
+		ids := cfg.state().ids
+		if shared, ok := ids[id]; ok {
+			id = shared
+		} else {
+			ids[id] = id
+		}
+		m.ID = id
 	}
 	return m, nil
 }
@@ -354,17 +358,30 @@ func parseTarget(c *caddy.Controller, cfg *Config, rs *RecordSet, m *Member, a [
 			m.Kind, m.Type = KindAAAA, dns.TypeAAAA
 		}
 		a = a[1:]
-		for len(a) > 0 && !isOption(a[0]) {
-			ip, err := netip.ParseAddr(a[0])
-			if err != nil || ip.Zone() != "" || (m.Kind == KindA) != ip.Is4() {
-				return nil, c.Errf("record %s: invalid %s address '%s'", rs.Name, m.Kind, a[0])
-			}
-			m.Addrs, a = append(m.Addrs, ip), a[1:]
+		n := 0
+		for n < len(a) && !isOption(a[n]) {
+			n++
 		}
-		if len(m.Addrs) == 0 {
+		if n == 0 {
 			return nil, c.Errf("record %s: %s needs at least one address", rs.Name, m.Kind)
 		}
-		return a, nil
+		m.Addrs = make([]netip.Addr, n)
+		for i, s := range a[:n] {
+			ip, err := netip.ParseAddr(s)
+			if err != nil || ip.Zone() != "" || (m.Kind == KindA) != ip.Is4() {
+				return nil, c.Errf("record %s: invalid %s address '%s'", rs.Name, m.Kind, s)
+			}
+			m.Addrs[i] = ip
+		}
+		if n == 1 { // members of many names often point at the same address: share it
+			ps := cfg.state()
+			if shared, ok := ps.addrs[m.Addrs[0]]; ok {
+				m.Addrs = shared
+			} else {
+				ps.addrs[m.Addrs[0]] = m.Addrs
+			}
+		}
+		return a[n:], nil
 	case "CNAME", "ALIAS":
 		m.Kind, m.Type = KindCNAME, dns.TypeCNAME
 		if typ == "ALIAS" {

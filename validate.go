@@ -12,6 +12,7 @@ import (
 // identifiers, per-group membership rules and type clashes.
 func validate(cfg *Config) error {
 	sets := map[string][]*RecordSet{} // by name: one block per type, or one for all
+	parsed := cfg.state()
 	cfg.members = 0
 	for i, rs := range cfg.Records {
 		rs.idx = i
@@ -22,7 +23,7 @@ func validate(cfg *Config) error {
 	}
 	for _, rs := range cfg.Records {
 		for _, m := range rs.Members {
-			if name, ok := cfg.checkNames[m]; ok {
+			if name, ok := parsed.checkNames[m]; ok {
 				spec, ok := cfg.Checks[name]
 				if !ok {
 					return m.pos.errorf("record %s: unknown check '%s'", rs.Name, name)
@@ -57,7 +58,7 @@ func validate(cfg *Config) error {
 			}
 		}
 	}
-	cfg.checkNames = nil // resolved: parse's names go
+	cfg.parsing = nil // resolved: what parse left goes
 	// Alias cycles, then which types each name serves (aliases inherit their targets'),
 	// and how many record sets judging a name's health for one client may visit: a
 	// member that evaluates target health into a client-dependent group (geolocation,
