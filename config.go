@@ -98,6 +98,7 @@ type Config struct {
 // running server does not keep it.
 type parseState struct {
 	checkNames map[*Member]string // each member's check as written, for validate to resolve
+	pos        map[*Member]pos    // where each member was written, for validate's errors
 	// One copy of the values that members repeat across names, for members to share:
 	// single addresses, and default set identifiers.
 	addrs map[netip.Addr][]netip.Addr
@@ -107,7 +108,7 @@ type parseState struct {
 // state returns cfg's parse state, creating it.
 func (cfg *Config) state() *parseState {
 	if cfg.parsing == nil {
-		cfg.parsing = &parseState{checkNames: map[*Member]string{}, addrs: map[netip.Addr][]netip.Addr{}, ids: map[string]string{}}
+		cfg.parsing = &parseState{checkNames: map[*Member]string{}, pos: map[*Member]pos{}, addrs: map[netip.Addr][]netip.Addr{}, ids: map[string]string{}}
 	}
 	return cfg.parsing
 }
@@ -157,7 +158,6 @@ type Member struct {
 	// not carry them. Its fields are read only in a placing policy's code.
 	*Place
 
-	pos pos
 	idx int32 // ordinal among every member of the Config, for metrics
 
 	Type    uint16 // the target's RR type; for an alias the one type it answers, 0 for every type of its target

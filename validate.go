@@ -26,34 +26,34 @@ func validate(cfg *Config) error {
 			if name, ok := parsed.checkNames[m]; ok {
 				spec, ok := cfg.Checks[name]
 				if !ok {
-					return m.pos.errorf("record %s: unknown check '%s'", rs.Name, name)
+					return parsed.pos[m].errorf("record %s: unknown check '%s'", rs.Name, name)
 				}
 				m.Check = spec
 			}
 			if m.Kind == KindAlias {
 				if _, ok := sets[m.Target]; !ok {
-					return m.pos.errorf("record %s: unknown alias target '%s', expected a record defined in this block", rs.Name, m.Target)
+					return parsed.pos[m].errorf("record %s: unknown alias target '%s', expected a record defined in this block", rs.Name, m.Target)
 				}
 			}
 			if rs.Policy == Geoproximity {
 				if m.Region != "" {
 					r, ok := cfg.Regions[m.Region]
 					if !ok {
-						return m.pos.errorf("record %s: unknown region '%s', expected one defined with 'region NAME LATITUDE LONGITUDE'", rs.Name, m.Region)
+						return parsed.pos[m].errorf("record %s: unknown region '%s', expected one defined with 'region NAME LATITUDE LONGITUDE'", rs.Name, m.Region)
 					}
 					m.Lat, m.Lon = r.Lat, r.Lon
 				}
 				m.Lat, m.Lon = truncate2(m.Lat), truncate2(m.Lon) // as Route 53 does
 			}
 			if rs.Policy == Multivalue && (m.Kind == KindAlias || m.Type == dns.TypeCNAME || m.Type == dns.TypeNS) {
-				return m.pos.errorf("record %s: multivalue members must be A or AAAA or any other type but CNAME and NS, not %s", rs.Name, m.typeName())
+				return parsed.pos[m].errorf("record %s: multivalue members must be A or AAAA or any other type but CNAME and NS, not %s", rs.Name, m.typeName())
 			}
 			if m.Type == dns.TypeNS && m.Kind != KindAlias {
 				if strings.HasPrefix(rs.Name, "*.") {
-					return m.pos.errorf("record %s: NS at a wildcard name, expected a delegation at an exact name", rs.Name)
+					return parsed.pos[m].errorf("record %s: NS at a wildcard name, expected a delegation at an exact name", rs.Name)
 				}
 				if slices.Contains(cfg.Zones, rs.Name) {
-					return m.pos.errorf("record %s: NS at the zone apex, expected the ns property for the zone's own name servers", rs.Name)
+					return parsed.pos[m].errorf("record %s: NS at the zone apex, expected the ns property for the zone's own name servers", rs.Name)
 				}
 			}
 		}
@@ -92,9 +92,9 @@ func validate(cfg *Config) error {
 				}
 				switch t := byName[m.Target]; {
 				case !slices.ContainsFunc(t, func(x uint16) bool { return aliasTypes[x] }):
-					return m.pos.errorf("record %s: alias target '%s' serves no records an alias can answer (NS and DS are not)", rs.Name, m.Target)
+					return parsed.pos[m].errorf("record %s: alias target '%s' serves no records an alias can answer (NS and DS are not)", rs.Name, m.Target)
 				case m.Type != 0 && !t.has(m.Type):
-					return m.pos.errorf("record %s: alias target '%s' serves no %s records", rs.Name, m.Target, dns.TypeToString[m.Type])
+					return parsed.pos[m].errorf("record %s: alias target '%s' serves no %s records", rs.Name, m.Target, dns.TypeToString[m.Type])
 				case m.Type != 0:
 					k = k.with(m.Type)
 				default: // every type of the target an alias can have: not NS or DS
@@ -146,13 +146,13 @@ func validate(cfg *Config) error {
 			for _, m := range rs.Members {
 				if m.Type == t || (m.Kind == KindAlias && m.Type == 0 && aliasTypes[t] && byName[m.Target].has(t)) {
 					if ids[m.ID] {
-						return m.pos.errorf("record %s: duplicate set identifier '%s' among the %s members, give each member of a type a unique id", rs.Name, m.ID, dns.TypeToString[t])
+						return parsed.pos[m].errorf("record %s: duplicate set identifier '%s' among the %s members, give each member of a type a unique id", rs.Name, m.ID, dns.TypeToString[t])
 					}
 					ids[m.ID] = true
 					group = append(group, m)
 				}
 			}
-			if err := validateGroup(rs, dns.TypeToString[t], group); err != nil {
+			if err := validateGroup(parsed, rs, dns.TypeToString[t], group); err != nil {
 				return err
 			}
 		}
@@ -166,14 +166,14 @@ func validate(cfg *Config) error {
 // after level double that count at each level.
 const maxAliasPaths = 10_000
 
-func validateGroup(rs *RecordSet, t string, group []*Member) error {
+func validateGroup(parsed *parseState, rs *RecordSet, t string, group []*Member) error {
 	if len(group) == 0 {
 		return nil
 	}
 	switch rs.Policy {
 	case Simple:
 		if len(group) > 1 {
-			return group[1].pos.errorf("record %s: a simple record has one member per type, found %d for %s; list several addresses on one line", rs.Name, len(group), t)
+			return parsed.pos[group[1]].errorf("record %s: a simple record has one member per type, found %d for %s; list several addresses on one line", rs.Name, len(group), t)
 		}
 	case Failover:
 		var p, s int
@@ -184,7 +184,7 @@ func validateGroup(rs *RecordSet, t string, group []*Member) error {
 				s++
 			}
 			if p > 1 || s > 1 {
-				return m.pos.errorf("record %s: failover has one primary and one secondary per type, found a second %s", rs.Name, roleName(m.Role))
+				return parsed.pos[m].errorf("record %s: failover has one primary and one secondary per type, found a second %s", rs.Name, roleName(m.Role))
 			}
 		}
 		if p == 0 {
@@ -192,13 +192,13 @@ func validateGroup(rs *RecordSet, t string, group []*Member) error {
 		}
 	case Weighted:
 		if len(group) > 100 {
-			return group[100].pos.errorf("record %s: at most 100 weighted members per type, found %d", rs.Name, len(group))
+			return parsed.pos[group[100]].errorf("record %s: at most 100 weighted members per type, found %d", rs.Name, len(group))
 		}
 	case Latency:
 		seen := map[string]bool{}
 		for _, m := range group {
 			if seen[m.Region] {
-				return m.pos.errorf("record %s: region '%s' has a second %s member; latency records have one per region", rs.Name, m.Region, t)
+				return parsed.pos[m].errorf("record %s: region '%s' has a second %s member; latency records have one per region", rs.Name, m.Region, t)
 			}
 			seen[m.Region] = true
 		}
@@ -210,7 +210,7 @@ func validateGroup(rs *RecordSet, t string, group []*Member) error {
 				key = "default"
 			}
 			if seen[key] {
-				return m.pos.errorf("record %s: location '%s' has a second %s member", rs.Name, key, t)
+				return parsed.pos[m].errorf("record %s: location '%s' has a second %s member", rs.Name, key, t)
 			}
 			seen[key] = true
 		}
@@ -223,12 +223,12 @@ func validateGroup(rs *RecordSet, t string, group []*Member) error {
 		for _, m := range group {
 			if m.Default {
 				if defaults++; defaults > 1 {
-					return m.pos.errorf("record %s: a second %s default member", rs.Name, t)
+					return parsed.pos[m].errorf("record %s: a second %s default member", rs.Name, t)
 				}
 			}
 			for _, p := range m.CIDRs {
 				if seen[p] {
-					return m.pos.errorf("record %s: prefix %s is in two %s members", rs.Name, p, t)
+					return parsed.pos[m].errorf("record %s: prefix %s is in two %s members", rs.Name, p, t)
 				}
 				seen[p] = true
 			}
