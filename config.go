@@ -99,6 +99,7 @@ type Config struct {
 type parseState struct {
 	checkNames map[*Member]string // each member's check as written, for validate to resolve
 	pos        map[*Member]pos    // where each member was written, for validate's errors
+	setPos     map[*RecordSet]pos // and each record block
 	// One copy of the values that members repeat across names, for members to share:
 	// single addresses, and default set identifiers.
 	addrs map[netip.Addr][]netip.Addr
@@ -108,7 +109,8 @@ type parseState struct {
 // state returns cfg's parse state, creating it.
 func (cfg *Config) state() *parseState {
 	if cfg.parsing == nil {
-		cfg.parsing = &parseState{checkNames: map[*Member]string{}, pos: map[*Member]pos{}, addrs: map[netip.Addr][]netip.Addr{}, ids: map[string]string{}}
+		cfg.parsing = &parseState{checkNames: map[*Member]string{}, pos: map[*Member]pos{}, setPos: map[*RecordSet]pos{},
+			addrs: map[netip.Addr][]netip.Addr{}, ids: map[string]string{}}
 	}
 	return cfg.parsing
 }
@@ -139,8 +141,7 @@ type RecordSet struct {
 	Members []*Member
 	TTL     uint32 // the `ttl` line: the TTL of the non-alias members' answers
 	HasTTL  bool   // a `ttl` line was given; else the block's ttl applies
-	pos     pos
-	idx     int // ordinal in Config.Records, for metrics
+	idx     int    // ordinal in Config.Records, for metrics
 }
 
 // Member is one line of a record block: the policy key, the target and the options.

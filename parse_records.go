@@ -39,7 +39,8 @@ func parseRecord(c *caddy.Controller, cfg *Config, args []string) (*RecordSet, e
 	if !ok {
 		return nil, c.Errf("record %s: unknown policy '%s', expected simple, weighted, latency, failover, geolocation, geoproximity, multivalue or ip", name, args[1])
 	}
-	rs := &RecordSet{Name: name, Policy: pol, pos: pos{c.File(), c.Line()}}
+	rs := &RecordSet{Name: name, Policy: pol}
+	cfg.state().setPos[rs] = pos{c.File(), c.Line()}
 	ttlLine := 0
 	err := block(c, func(first string, args []string) error {
 		if first == "ttl" {

@@ -72,7 +72,7 @@ func validate(cfg *Config) error {
 	visit = func(name string, path []string) error {
 		switch state[name] {
 		case 1:
-			return sets[name][0].pos.errorf("record %s: alias cycle: %s", name, strings.Join(append(path, name), " -> "))
+			return parsed.setPos[sets[name][0]].errorf("record %s: alias cycle: %s", name, strings.Join(append(path, name), " -> "))
 		case 2:
 			return nil
 		}
@@ -111,14 +111,14 @@ func validate(cfg *Config) error {
 			for _, t := range k {
 				if all.has(t) {
 					other := sets[name][slices.IndexFunc(sets[name], func(o *RecordSet) bool { return served[o].has(t) })]
-					return rs.pos.errorf("record %s: defined twice for %s (first at line %d, directly or through aliases); a name has one block, or one block per type", name, dns.TypeToString[t], other.pos.line)
+					return parsed.setPos[rs].errorf("record %s: defined twice for %s (first at line %d, directly or through aliases); a name has one block, or one block per type", name, dns.TypeToString[t], parsed.setPos[other].line)
 				}
 				all = all.with(t)
 			}
 			served[rs] = k
 		}
 		if n > maxAliasPaths {
-			return sets[name][0].pos.errorf("record %s: evaluate target health into geolocation or ip groups reaches more than %d record sets counted once per path (targets shared by several aliases multiply), expected at most %d", name, maxAliasPaths, maxAliasPaths)
+			return parsed.setPos[sets[name][0]].errorf("record %s: evaluate target health into geolocation or ip groups reaches more than %d record sets counted once per path (targets shared by several aliases multiply), expected at most %d", name, maxAliasPaths, maxAliasPaths)
 		}
 		dynamic[name], paths[name] = dyn, n
 		if all.has(dns.TypeCNAME) && len(all) > 1 {
@@ -126,7 +126,7 @@ func validate(cfg *Config) error {
 			if all.has(dns.TypeA) || all.has(dns.TypeAAAA) {
 				other = "A/AAAA"
 			}
-			return sets[name][0].pos.errorf("record %s: CNAME and %s at one name (directly or through aliases); a CNAME must be alone", name, other)
+			return parsed.setPos[sets[name][0]].errorf("record %s: CNAME and %s at one name (directly or through aliases); a CNAME must be alone", name, other)
 		}
 		byName[name] = all
 		state[name] = 2
@@ -188,7 +188,7 @@ func validateGroup(parsed *parseState, rs *RecordSet, t string, group []*Member)
 			}
 		}
 		if p == 0 {
-			return rs.pos.errorf("record %s: failover %s group has no primary", rs.Name, t)
+			return parsed.setPos[rs].errorf("record %s: failover %s group has no primary", rs.Name, t)
 		}
 	case Weighted:
 		if len(group) > 100 {
