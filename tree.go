@@ -31,23 +31,26 @@ import (
 // evaluate health themselves.
 
 // node is one record group: a record set's members of one type.
+//
+// Fields are ordered by size, so that the struct packs without padding: a large
+// configuration holds one per record group.
 type node struct {
-	id      int // index into table.st
-	set     *RecordSet
-	qtype   uint16
-	ttl     uint32 // of the set's non-alias answers
-	members []mnode
+	id         int // index into table.st
+	set        *RecordSet
+	members    []mnode
+	healthKids []*node             // evaluate target health into client-dependent health: their scope counts
+	up         []*node             // the nodes with a member aliasing this one
+	ip         *prefixIndex[int32] // ip: block -> member index; nil for other policies
+	ttl        uint32              // of the set's non-alias answers
+	ipDefault  int32               // ip and geolocation: the default member, -1 for none
+	qtype      uint16
 
 	// dynOrder: the policy ranks members by the client (latency, geolocation,
 	// geoproximity, ip). dynHealth: whether a healthy answer exists depends on the
 	// client (geolocation and ip groups, and groups that evaluate target health into
 	// them; docs/routing.md#evaluate-target-health). Static nodes are decided entirely at compile.
 	dynOrder, dynHealth bool
-	byLoc               bool                // the client's geoip location can change the choice
-	healthKids          []*node             // evaluate target health into client-dependent health: their scope counts
-	ip                  *prefixIndex[int32] // ip: block -> member index; nil for other policies
-	ipDefault           int32               // ip and geolocation: the default member, -1 for none
-	up                  []*node             // the nodes with a member aliasing this one
+	byLoc               bool // the client's geoip location can change the choice
 }
 
 // mnode is a member of a node: a leaf with prebuilt RRs, or an alias to a child node.
