@@ -516,8 +516,9 @@ type table struct {
 	snap *health.Snapshot
 	over map[string]bool // operator overrides by check name: true healthy, false unhealthy
 	// st is the nodes' states in chunks of stateChunk, by node id: a new table copies
-	// only the chunks whose nodes it evaluated again and shares the rest.
-	st     [][]nodeState
+	// only the chunks whose nodes it evaluated again and shares the rest. Nodes in the
+	// same state share one nodeState (see interner); states are never written.
+	st     [][]*nodeState
 	judged []bool // by index in plan.checks: each check's status
 	// changed is the nodes evaluated for this table and flipped the checks whose
 	// status differs from the table it replaced; both nil when everything was.
@@ -531,7 +532,7 @@ type table struct {
 const stateChunk = 32
 
 // state is node id's state in t.
-func (t *table) state(id int) *nodeState { return &t.st[id/stateChunk][id%stateChunk] }
+func (t *table) state(id int) *nodeState { return t.st[id/stateChunk][id%stateChunk] }
 
 // healthy is a check's status in t, as the health package judges it with t's
 // operator overrides.
@@ -540,9 +541,9 @@ func (t *table) healthy(s *health.Spec) bool { return t.snap.Judge(s, t.over) }
 // compile evaluates every node of p against snap and the overrides, children first.
 func compile(p *plan, snap *health.Snapshot, over map[string]bool) *table {
 	t := &table{plan: p, snap: snap, over: over, judged: make([]bool, len(p.checks)),
-		st: make([][]nodeState, (len(p.nodes)+stateChunk-1)/stateChunk)}
+		st: make([][]*nodeState, (len(p.nodes)+stateChunk-1)/stateChunk)}
 	for i := range t.st {
-		t.st[i] = make([]nodeState, min(stateChunk, len(p.nodes)-i*stateChunk))
+		t.st[i] = make([]*nodeState, min(stateChunk, len(p.nodes)-i*stateChunk))
 	}
 	for i, s := range p.checks {
 		t.judged[i] = t.healthy(s)
@@ -654,19 +655,20 @@ func (t *table) eval(nodes []*node, take func(*node) bool) {
 			ok = append(ok, h)
 		}
 		in.ok = ok
-		*t.state(n.id) = staticState(n, ok, in)
+		t.st[n.id/stateChunk][n.id%stateChunk] = in.state(staticState(n, ok, in))
 	}
 	for _, n := range nodes {
 		eval(n)
 	}
 }
 
-// interner gives out one shared copy of each distinct selection slice (a node
-// state's ok, cands and cum), so that a table holds one per distinct value rather
+// interner gives out one shared copy of each distinct node state and selection slice
+// (a state's ok, cands and cum), so that a table holds one per distinct value rather
 // than one per node: in a large configuration most nodes have the same shape and
-// health. Tables never write these slices. It also holds staticState's scratch, so
-// that evaluating a node allocates only the slices it is the first to need.
+// health. Tables never write them. It also holds staticState's scratch, so that
+// evaluating a node allocates only what it is the first to need.
 type interner struct {
+	states             map[stateKey]*nodeState
 	key                []byte
 	okSet              map[string][]bool
 	candSet            map[string][]int32
@@ -677,7 +679,39 @@ type interner struct {
 }
 
 func newInterner() *interner {
-	return &interner{okSet: map[string][]bool{}, candSet: map[string][]int32{}, cumSet: map[string][]uint32{}}
+	return &interner{states: map[stateKey]*nodeState{}, okSet: map[string][]bool{}, candSet: map[string][]int32{}, cumSet: map[string][]uint32{}}
+}
+
+// stateKey identifies a node state, every field of it, whose slices in has given
+// out: equal slices are the same slices.
+type stateKey struct {
+	healthy, failOpen bool
+	mode              mode
+	ok                *bool
+	cands             *int32
+	cum               *uint32
+	nok, ncands, ncum int
+}
+
+// state returns the shared copy of st, whose slices in gave out.
+func (in *interner) state(st nodeState) *nodeState {
+	k := stateKey{healthy: st.healthy, failOpen: st.failOpen, mode: st.mode,
+		ok: first(st.ok), cands: first(st.cands), cum: first(st.cum),
+		nok: len(st.ok), ncands: len(st.cands), ncum: len(st.cum)}
+	if v, ok := in.states[k]; ok {
+		return v
+	}
+	v := &st
+	in.states[k] = v
+	return v
+}
+
+// first is the address of s's first element, nil when s is empty.
+func first[T any](s []T) *T {
+	if len(s) == 0 {
+		return nil
+	}
+	return &s[0]
 }
 
 // bools returns the shared copy of s.
