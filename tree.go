@@ -149,7 +149,7 @@ type plan struct {
 	zones  []string
 	names  map[string]*entry   // exact owners
 	wild   map[string]*entry   // wildcard owners, keyed by the parent of "*."
-	exists map[string]bool     // every owner and empty non-terminal
+	exists map[string]bool     // wildcard owners and empty non-terminals: with names, every name that exists
 	soa    map[string][]dns.RR // by zone: the apex SOA answer
 	neg    map[string][]dns.RR // by zone: the SOA of negative answers (RFC 2308 TTL)
 	ns     map[string][]dns.RR // by zone: the apex NS answer; nil without `ns`
@@ -192,7 +192,7 @@ func regionIDs(cfg *Config) map[string]int {
 
 func newPlan(cfg *Config) *plan {
 	p := &plan{ttl: cfg.TTL, zones: cfg.Zones, names: make(map[string]*entry, len(cfg.Records)), wild: map[string]*entry{},
-		exists: make(map[string]bool, len(cfg.Records)), soa: map[string][]dns.RR{}, neg: map[string][]dns.RR{}, ns: map[string][]dns.RR{},
+		exists: map[string]bool{}, soa: map[string][]dns.RR{}, neg: map[string][]dns.RR{}, ns: map[string][]dns.RR{},
 		fall: cfg.Fall, regionIDs: regionIDs(cfg)}
 	p.regions = make([]Region, len(p.regionIDs))
 	p.hasCoords = make([]bool, len(p.regionIDs))
@@ -259,7 +259,9 @@ func newPlan(cfg *Config) *plan {
 		// The owner and every ancestor below its zone exist (empty non-terminals).
 		zone := plugin.Zones(cfg.Zones).Matches(strings.TrimPrefix(rs.Name, "*."))
 		for n := rs.Name; ; {
-			p.exists[n] = true
+			if _, owner := p.names[n]; !owner { // names answers for exact owners
+				p.exists[n] = true
+			}
 			if n == zone || n == "." {
 				break
 			}
@@ -1240,7 +1242,7 @@ func (p *plan) lookup(name, zone string) *entry {
 		if e, ok := p.wild[parent]; ok {
 			return e
 		}
-		if p.exists[parent] || parent == zone || len(parent) < len(zone) {
+		if p.names[parent] != nil || p.exists[parent] || parent == zone || len(parent) < len(zone) {
 			return nil // the closest encloser has no wildcard
 		}
 	}
