@@ -1,0 +1,83 @@
+package healthroute
+
+import (
+	"testing"
+	"unsafe"
+
+	"github.com/miekg/dns"
+)
+
+// TestMemoryLayout keeps the structs a large configuration holds one of per member,
+// record set, record group or name in the allocator's size classes their field order
+// packs them into: a new field that pushes one into the next class costs every name.
+func TestMemoryLayout(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		size, max uintptr
+	}{
+		{"Member", unsafe.Sizeof(Member{}), 112},
+		{"RecordSet", unsafe.Sizeof(RecordSet{}), 64},
+		{"node", unsafe.Sizeof(node{}), 112},
+		{"mnode", unsafe.Sizeof(mnode{}), 48},
+		{"entry", unsafe.Sizeof(entry{}), 80},
+	} {
+		if c.size > c.max {
+			t.Errorf("%s is %d bytes, want at most %d", c.name, c.size, c.max)
+		}
+	}
+}
+
+// TestMemorySharing: names whose members point at the same addresses share them and
+// their default set identifiers; nodes in the same state share it; and what parse
+// kept for validate (check names, positions) is gone once the block is validated.
+func TestMemorySharing(t *testing.T) {
+	block := `healthroute example.org. {
+		check c1 tcp 127.0.0.1:1
+		check c2 tcp 127.0.0.1:2
+		record a.example.org. weighted {
+			weight 10 A 192.0.2.1 check c1
+			weight 20 A 192.0.2.2 check c2
+		}
+		record b.example.org. weighted {
+			weight 10 A 192.0.2.1 check c1
+			weight 20 A 192.0.2.2 check c2
+		}
+		record c.example.org. weighted {
+			weight 10 A 192.0.2.1 check c1
+			weight 20 A 192.0.2.2 192.0.2.3 check c2
+		}
+	}`
+	r, cfg := testResolver(t, block)
+	if cfg.parsing != nil {
+		t.Error("the parse state outlives validate")
+	}
+	a, b, c := cfg.Records[0].Members, cfg.Records[1].Members, cfg.Records[2].Members
+	if &a[0].Addrs[0] != &b[0].Addrs[0] || unsafe.StringData(a[0].ID) != unsafe.StringData(b[0].ID) {
+		t.Error("members with the same single address do not share it and their set identifier")
+	}
+	if a[0].Check != cfg.Checks["c1"] || b[1].Check != cfg.Checks["c2"] {
+		t.Error("check names not resolved to the checks")
+	}
+	if len(c[1].Addrs) != 2 || &c[1].Addrs[0] == &a[1].Addrs[0] {
+		t.Errorf("a member's several addresses: %v, shared with a single one", c[1].Addrs)
+	}
+
+	st := func(name string) *nodeState {
+		tb := r.table.Load()
+		return tb.state(tb.plan.names[name].node(dns.TypeA).id)
+	}
+	if st("a.example.org.") != st("b.example.org.") {
+		t.Error("nodes in the same state do not share it")
+	}
+	if x, y := st("a.example.org."), st("c.example.org."); x != y || &x.cum[0] != &y.cum[0] {
+		t.Error("nodes of the same weights do not share their state")
+	}
+	// c1 down: a's and b's states change together and still share; the answers follow.
+	r.Publish(snapshot(cfg, "c1"))
+	if x, y := st("a.example.org."), st("b.example.org."); x != y || x.ok[0] || !x.ok[1] || len(x.cands) != 1 {
+		t.Errorf("after c1 went down: a %+v, b %+v", *x, *y)
+	}
+	if got := values(r, "b.example.org.", dns.TypeA); got != "192.0.2.2" {
+		t.Errorf("b with c1 down answers %s, want 192.0.2.2", got)
+	}
+}
