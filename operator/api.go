@@ -223,8 +223,8 @@ func (s *server) postOverride(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusForbidden, fmt.Sprintf("overrides are disabled: the token file holds %d characters, expected at least %d", n, MinTokenLen))
 		return
 	}
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(strings.TrimSpace(string(want)))) != 1 {
+	scheme, got, ok := strings.Cut(r.Header.Get("Authorization"), " ") // the scheme is case-insensitive (RFC 7235)
+	if !ok || !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(strings.TrimSpace(string(want)))) != 1 {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="healthroute"`)
 		apiError(w, http.StatusUnauthorized, "a valid bearer token is required")
 		return
