@@ -189,7 +189,11 @@ func parseClient(s string) (netip.Prefix, error) {
 		if err != nil {
 			return netip.Prefix{}, errors.New("expected IP or IP/PREFIX")
 		}
-		return netip.PrefixFrom(p.Addr().Unmap(), p.Bits()).Masked(), nil
+		a, bits := p.Addr(), p.Bits()
+		if a.Is4In6() && bits >= 96 { // an IPv4 client written as ::ffff:a.b.c.d, as DNS reads ECS
+			a, bits = a.Unmap(), bits-96
+		}
+		return netip.PrefixFrom(a, bits).Masked(), nil
 	}
 	a, err := netip.ParseAddr(s)
 	if err != nil {
