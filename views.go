@@ -144,6 +144,23 @@ func (h *HealthRoute) Explain(q view.Question) view.Explanation {
 // SetOverrides replaces the operator overrides; see Resolver.SetOverrides.
 func (h *HealthRoute) SetOverrides(over map[string]bool) { h.resolver.SetOverrides(over) }
 
+// APIAddr returns the address of the block's api, "" without one.
+func (h *HealthRoute) APIAddr() string {
+	if h.cfg.API == nil {
+		return ""
+	}
+	return h.cfg.API.Addr
+}
+
+// Generation returns the number of the health snapshot the block answers from (0
+// before the first); it changes whenever a check's state does.
+func (h *HealthRoute) Generation() uint64 {
+	if snap := h.resolver.table.Load().snap; snap != nil {
+		return snap.Gen
+	}
+	return 0
+}
+
 // fleetView converts the fleet's view of one check, with the fleet's own quorum
 // rule (fleet.Healthy) put in words.
 func fleetView(v fleet.View) *view.Fleet {

@@ -7,12 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	stdlog "log"
 	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
 	"os"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,29 +25,46 @@ import (
 )
 
 // server is one API listener: the status page, the JSON views, explain and
-// overrides. It reads the running blocks at request time, so it always shows the
-// running configuration, across reloads.
+// overrides, for the blocks that declared its address. It reads them at request
+// time, so it always shows the running configuration, across reloads; what it
+// shows is built once per state of those blocks (see views).
 type server struct {
-	op   *Operator
-	srv  *http.Server
-	done chan struct{}
+	op    *Operator
+	scope string // the listener's address: it shows the blocks that declared it; "" every block
+	srv   *http.Server
+	done  chan struct{}
+	gate  gate
+	pace  pacer
+	logs  *rateLog
 
 	mu        sync.Mutex
 	tokenFile string
+
+	cacheMu sync.Mutex
+	cache   *views
 }
 
-// listen listens on addr and serves until stop.
+func newServer(op *Operator, scope, tokenFile string) *server {
+	return &server{op: op, scope: scope, tokenFile: tokenFile,
+		gate: make(gate, maxExpensive), pace: newPacer(), logs: newRateLog(logEvery)}
+}
+
+// listen listens on addr and serves until stop, within the limits of limits.go.
 func listen(addr, tokenFile string, op *Operator) (*server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	s := &server{op: op, done: make(chan struct{}), tokenFile: tokenFile}
-	s.srv = &http.Server{Handler: s.handler(), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
-		WriteTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
+	s := newServer(op, addr, tokenFile)
+	s.done = make(chan struct{})
+	s.srv = &http.Server{Handler: s.handler(), ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: readTimeout,
+		WriteTimeout: writeTimeout, IdleTimeout: idleTimeout, MaxHeaderBytes: maxHeaderBytes,
+		ErrorLog:    stdlog.New(s.logs, "", 0),
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, connKey{}, c) }}
 	go func() {
 		defer close(s.done)
-		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		err := s.srv.Serve(newLimitListener(ln, maxConns, maxConnsPerClient, s.logs))
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Errorf("api %s: %v", addr, err)
 		}
 	}()
@@ -55,10 +72,11 @@ func listen(addr, tokenFile string, op *Operator) (*server, error) {
 	return s, nil
 }
 
-// Handler returns the API's routes over o's running blocks, for serving on a
-// listener of the caller's; tokenFile authorises overrides ("": refused).
+// Handler returns the API's routes over every running block, for serving on a
+// listener of the caller's; tokenFile authorises overrides ("": refused), of any
+// block's checks.
 func (o *Operator) Handler(tokenFile string) http.Handler {
-	return (&server{op: o, tokenFile: tokenFile}).handler()
+	return newServer(o, "", tokenFile).handler()
 }
 
 func (s *server) handler() http.Handler {
@@ -68,7 +86,7 @@ func (s *server) handler() http.Handler {
 	mux.HandleFunc("GET /v1/records", s.getRecords)
 	mux.HandleFunc("GET /v1/explain", s.getExplain)
 	mux.HandleFunc("POST /v1/checks/{name}/override", s.postOverride)
-	return mux
+	return answering(http.MaxBytesHandler(s.pace.paced(mux), maxBodyBytes))
 }
 
 func (s *server) setTokenFile(path string) {
@@ -86,31 +104,6 @@ func (s *server) stop() {
 	<-s.done
 }
 
-// checks returns every check of the running blocks, by name (first block wins).
-func (s *server) checks() []view.Check {
-	seen := map[string]bool{}
-	var out []view.Check
-	for _, b := range s.op.Blocks() {
-		for _, c := range b.Checks() {
-			if !seen[c.Name] {
-				seen[c.Name] = true
-				out = append(out, c)
-			}
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
-}
-
-// records returns every record group of the running blocks, block by block.
-func (s *server) records() []view.Record {
-	var out []view.Record
-	for _, b := range s.op.Blocks() {
-		out = append(out, b.Records()...)
-	}
-	return out
-}
-
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
@@ -124,11 +117,29 @@ func apiError(w http.ResponseWriter, code int, msg string) {
 }
 
 func (s *server) getChecks(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"checks": s.checks()})
+	v := s.current()
+	checks, _ := v.json()
+	s.writeCached(w, r, v.etag, checks)
 }
 
 func (s *server) getRecords(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"records": s.records()})
+	v := s.current()
+	_, records := v.json()
+	s.writeCached(w, r, v.etag, records)
+}
+
+// writeCached writes a cached JSON body, or 304 when the client has it.
+func (s *server) writeCached(w http.ResponseWriter, r *http.Request, etag string, body []byte) {
+	if notModified(w, r, etag) {
+		return
+	}
+	if !s.pace.wait(r.Context(), bodyUnits(len(body))) {
+		busy(w, errBusy)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.Write(body)
 }
 
 // getExplain answers GET /v1/explain?name=N&type=T&client=IP[/PREFIX] with optional
@@ -165,9 +176,14 @@ func (s *server) getExplain(w http.ResponseWriter, r *http.Request) {
 		}
 		q.Lat, q.Lon, q.HasCoords = lat, lon, true
 	}
+	if err := s.gate.enter(r.Context()); err != nil {
+		busy(w, err)
+		return
+	}
+	defer s.gate.leave()
 	var block Block // the block with the longest zone that holds name
 	best := ""
-	for _, b := range s.op.Blocks() {
+	for _, b := range s.op.blocksOf(s.scope) {
 		if z := plugin.Zones(b.Zones()).Matches(name); len(z) > len(best) {
 			block, best = b, z
 		}
@@ -219,7 +235,7 @@ func (s *server) postOverride(w http.ResponseWriter, r *http.Request) {
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
-		log.Errorf("api: token_file: %v", err)
+		s.logs.Errorf("token", "api: token_file: %v", err)
 		apiError(w, http.StatusForbidden, "overrides are disabled: the token file cannot be read")
 		return
 	}
@@ -229,6 +245,7 @@ func (s *server) postOverride(w http.ResponseWriter, r *http.Request) {
 	}
 	scheme, got, ok := strings.Cut(r.Header.Get("Authorization"), " ") // the scheme is case-insensitive (RFC 7235)
 	if !ok || !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(strings.TrimSpace(string(want)))) != 1 {
+		s.logs.Errorf("auth", "api: refused an override of %q from %s: no valid bearer token", r.PathValue("name"), r.RemoteAddr)
 		w.Header().Set("WWW-Authenticate", `Bearer realm="healthroute"`)
 		apiError(w, http.StatusUnauthorized, "a valid bearer token is required")
 		return
@@ -249,7 +266,7 @@ func (s *server) postOverride(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name := r.PathValue("name")
-	if err := s.op.Override(name, v); err != nil {
+	if err := s.op.override(s.scope, name, v); err != nil {
 		apiError(w, http.StatusNotFound, err.Error())
 		return
 	}

@@ -11,6 +11,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	clog "github.com/coredns/coredns/plugin/pkg/log"
 
@@ -36,15 +37,25 @@ type Block interface {
 	Explain(q view.Question) view.Explanation
 	// SetOverrides replaces the operator overrides (check name -> forced status).
 	SetOverrides(over map[string]bool)
+	// APIAddr returns the address of the API the block declared ("" for none): that
+	// API shows the block and its token overrides the block's checks.
+	APIAddr() string
+	// Generation numbers the health snapshot the block answers from; it changes
+	// whenever a check's state does, so views built for one generation stay true
+	// until it changes (but for probe counts and times).
+	Generation() uint64
 }
 
 // Operator holds the running blocks, the overrides and the API listeners of one
 // process. The zero value is ready to use.
 type Operator struct {
-	mu        sync.Mutex
-	blocks    []Block // in startup order
-	overrides map[string]bool
+	mu     sync.Mutex
+	blocks []Block // in startup order
+	// overrides by scope: an API address (what that API's token set, for the blocks
+	// that declared it) or "" (every block, set through Override).
+	overrides map[string]map[string]bool
 	apis      map[string]*apiRef
+	version   atomic.Uint64 // counts changes of blocks and overrides, for cached views
 }
 
 type apiRef struct {
@@ -52,13 +63,14 @@ type apiRef struct {
 	srv  *server
 }
 
-// Register adds b to the running blocks and gives it the current overrides.
+// Register adds b to the running blocks and gives it the overrides that apply to it.
 func (o *Operator) Register(b Block) {
 	o.mu.Lock()
 	defer o.mu.Unlock() // held while applying, so a concurrent Override cannot be undone
 	o.blocks = append(o.blocks, b)
-	if len(o.overrides) > 0 {
-		b.SetOverrides(maps.Clone(o.overrides))
+	o.version.Add(1)
+	if over := o.effectiveLocked(b); len(over) > 0 {
+		b.SetOverrides(over)
 	}
 }
 
@@ -67,6 +79,7 @@ func (o *Operator) Unregister(b Block) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.blocks = slices.DeleteFunc(o.blocks, func(x Block) bool { return x == b })
+	o.version.Add(1)
 }
 
 // Blocks returns the running blocks, oldest first.
@@ -76,46 +89,81 @@ func (o *Operator) Blocks() []Block {
 	return slices.Clone(o.blocks)
 }
 
+// inScope reports whether the API of scope (an address; "" for every block) shows
+// and controls b.
+func inScope(b Block, scope string) bool { return scope == "" || b.APIAddr() == scope }
+
+// blocksOf returns the running blocks the API of scope shows, oldest first.
+func (o *Operator) blocksOf(scope string) []Block {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.DeleteFunc(slices.Clone(o.blocks), func(b Block) bool { return !inScope(b, scope) })
+}
+
+// effectiveLocked is the overrides that apply to b: the process-wide ones, then
+// those of b's API. o.mu must be held.
+func (o *Operator) effectiveLocked(b Block) map[string]bool {
+	over := maps.Clone(o.overrides[""])
+	if a := b.APIAddr(); a != "" && len(o.overrides[a]) > 0 {
+		if over == nil {
+			over = map[string]bool{}
+		}
+		maps.Copy(over, o.overrides[a])
+	}
+	return over
+}
+
 // Override forces the status of every check named check: healthy, unhealthy, or
 // (nil) back to its probes. It takes effect on the next query of every block that
 // has the check, and fails for a check no running block defines.
 func (o *Operator) Override(check string, healthy *bool) error {
+	return o.override("", check, healthy)
+}
+
+// override is Override for the blocks of one API (scope: its address; "" for every
+// block): a check those blocks do not define is refused, even when another block has it.
+func (o *Operator) override(scope, check string, healthy *bool) error {
 	o.mu.Lock()
-	if !slices.ContainsFunc(o.blocks, func(b Block) bool { return b.HasCheck(check) }) {
+	if !slices.ContainsFunc(o.blocks, func(b Block) bool { return inScope(b, scope) && b.HasCheck(check) }) {
 		o.mu.Unlock()
+		if scope != "" {
+			return fmt.Errorf("no check named %q in the server blocks of this api", check)
+		}
 		return fmt.Errorf("no check named %q", check)
 	}
 	if o.overrides == nil {
-		o.overrides = map[string]bool{}
+		o.overrides = map[string]map[string]bool{}
 	}
 	if healthy == nil {
-		delete(o.overrides, check)
+		delete(o.overrides[scope], check)
 	} else {
-		o.overrides[check] = *healthy
+		if o.overrides[scope] == nil {
+			o.overrides[scope] = map[string]bool{}
+		}
+		o.overrides[scope][check] = *healthy
 	}
-	over := maps.Clone(o.overrides)
 	for _, b := range o.blocks { // under o.mu: overrides reach every block in order
-		b.SetOverrides(over)
+		if inScope(b, scope) {
+			b.SetOverrides(o.effectiveLocked(b))
+		}
 	}
+	o.version.Add(1)
 	o.mu.Unlock()
+	via := ""
+	if scope != "" {
+		via = " (api " + scope + ")"
+	}
 	if healthy == nil {
-		log.Infof("check %s: operator override removed", check)
+		log.Infof("check %s: operator override removed%s", check, via)
 	} else {
-		log.Infof("check %s: operator override: healthy=%t", check, *healthy)
+		log.Infof("check %s: operator override: healthy=%t%s", check, *healthy, via)
 	}
 	return nil
 }
 
-// Overrides returns the operator overrides by check name.
-func (o *Operator) Overrides() map[string]bool {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return maps.Clone(o.overrides)
-}
-
-// AcquireAPI starts (or shares) the API listener on addr. A second block naming the
-// same address shares the first one's listener and takes over its token file ("":
-// overrides refused).
+// AcquireAPI starts (or shares) the API listener on addr, which shows and controls
+// the blocks whose APIAddr is addr. A second block naming the same address shares
+// the first one's listener and takes over its token file ("": overrides refused).
 func (o *Operator) AcquireAPI(addr, tokenFile string) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -136,7 +184,8 @@ func (o *Operator) AcquireAPI(addr, tokenFile string) error {
 }
 
 // ReleaseAPI releases what AcquireAPI acquired; the last release of an address
-// closes its listener.
+// closes its listener and drops the overrides its token set (no block declares
+// that API any more).
 func (o *Operator) ReleaseAPI(addr string) {
 	o.mu.Lock()
 	a, ok := o.apis[addr]
@@ -150,6 +199,8 @@ func (o *Operator) ReleaseAPI(addr string) {
 		return
 	}
 	delete(o.apis, addr)
+	delete(o.overrides, addr)
+	o.version.Add(1)
 	o.mu.Unlock()
 	a.srv.stop()
 }

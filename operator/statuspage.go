@@ -3,10 +3,14 @@ package operator
 import (
 	"bytes"
 	_ "embed"
+	"errors"
 	"fmt"
 	"html/template"
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/healthroute/healthroute/view"
@@ -20,43 +24,162 @@ const (
 	maxStatusRefresh = 3600
 )
 
-// statusPage serves GET /: the record trees and checks as HTML, from the same views
-// as /v1/records and /v1/checks.
-func (s *server) statusPage(w http.ResponseWriter, r *http.Request) {
-	refresh := statusRefresh
-	if v := r.URL.Query().Get("refresh"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 || n > maxStatusRefresh {
-			http.Error(w, fmt.Sprintf("refresh: expected seconds, 0-%d", maxStatusRefresh), http.StatusBadRequest)
-			return
-		}
-		refresh = n
-	}
-	d := buildStatus(s.checks(), s.records(), time.Now())
-	d.Refresh = refresh
-	var b bytes.Buffer
-	if err := statusTmpl.Execute(&b, d); err != nil {
-		log.Errorf("api: status page: %v", err)
-		http.Error(w, "the status page failed to render", http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.Write(b.Bytes())
+// perPage is how many record trees and how many checks one page of the status page
+// shows; a configuration with more is paged, problems first. maxQuery bounds ?q=.
+const (
+	perPage  = 50
+	maxQuery = 256
+)
+
+// pageQuery is what a status page request asks for: ?refresh=N, ?q=TEXT (a search
+// in names and targets) and ?page=N.
+type pageQuery struct {
+	Refresh int
+	Q       string // lower case
+	Page    int    // from 1
 }
 
-// statusData is what the status page template renders.
+func parsePageQuery(r *http.Request) (pageQuery, error) {
+	qv := r.URL.Query()
+	pq := pageQuery{Refresh: statusRefresh, Page: 1, Q: strings.ToLower(strings.TrimSpace(qv.Get("q")))}
+	if v := qv.Get("refresh"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > maxStatusRefresh {
+			return pq, fmt.Errorf("refresh: expected seconds, 0-%d", maxStatusRefresh)
+		}
+		pq.Refresh = n
+	}
+	if v := qv.Get("page"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1_000_000 {
+			return pq, errors.New("page: expected a page number from 1")
+		}
+		pq.Page = n
+	}
+	if len(pq.Q) > maxQuery {
+		return pq, fmt.Errorf("q: at most %d bytes", maxQuery)
+	}
+	return pq, nil
+}
+
+// key is the query's cache key among one state's renderings.
+func (q pageQuery) key() string { return fmt.Sprintf("%d/%d/%s", q.Refresh, q.Page, q.Q) }
+
+// url is the status page's address for q on page n.
+func (q pageQuery) url(n int) string {
+	v := url.Values{}
+	if q.Q != "" {
+		v.Set("q", q.Q)
+	}
+	if n > 1 {
+		v.Set("page", strconv.Itoa(n))
+	}
+	if q.Refresh != statusRefresh {
+		v.Set("refresh", strconv.Itoa(q.Refresh))
+	}
+	return "?" + v.Encode()
+}
+
+// statusPage serves GET /: the record trees and checks as HTML, from the same views
+// as /v1/records and /v1/checks, built once per state and rendered once per query.
+func (s *server) statusPage(w http.ResponseWriter, r *http.Request) {
+	pq, err := parsePageQuery(r)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	v := s.current()
+	h := w.Header()
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	if notModified(w, r, v.etag) {
+		return
+	}
+	page, err := v.page(r.Context(), s.gate, pq)
+	if err == nil && !s.pace.wait(r.Context(), bodyUnits(len(page))) {
+		err = errBusy
+	}
+	if err != nil {
+		busy(w, err)
+		return
+	}
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Length", strconv.Itoa(len(page)))
+	w.Write(page)
+}
+
+// render executes the template for one page of the model.
+func (m *statusModel) render(q pageQuery) ([]byte, error) {
+	var b bytes.Buffer
+	if err := statusTmpl.Execute(&b, m.page(q)); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// statusModel is the status page of one state: every check and record tree, in the
+// order the page shows them (problems first), with the counts the summary shows.
+// Built once per state; each request renders one page of it.
+type statusModel struct {
+	now       time.Time
+	checks    []checkRow  // unhealthy first, then by name
+	trees     []*pageNode // failing open first, then with an unhealthy member, then Corefile order
+	resorts   []*pageNode // record groups failing open
+	overrides []checkRow
+	healthy   int // checks
+	unhealthy int
+}
+
+// statusData is what the status page template renders: one page of a statusModel.
 type statusData struct {
-	Now       time.Time
-	Refresh   int
-	Checks    []checkRow
-	Trees     []*pageNode
-	Resorts   []*pageNode // record groups failing open
-	Overrides []checkRow
-	Healthy   int // checks
-	Unhealthy int
+	Now        time.Time
+	Refresh    int
+	Query      string // the search asked for; "" for none
+	Paged      bool   // the configuration does not fit one page: paging and search are offered
+	Checks     []checkRow
+	Trees      []*pageNode
+	Resorts    []*pageNode // at most perPage
+	Overrides  []checkRow  // at most perPage
+	NChecks    int         // in the whole configuration, as are the next four
+	Healthy    int
+	Unhealthy  int
+	NResorts   int
+	NOverrides int
+	// ChecksShown and TreesShown say which of how many (matching) items this page has.
+	ChecksShown, TreesShown shown
+	Prev, Next              string // links to the neighbouring pages; "" at an end
+}
+
+// shown is a section's place in the paging: items From to To (from 1) of Of.
+type shown struct{ From, To, Of int }
+
+// page selects page q.Page of the rows matching q.Q.
+func (m *statusModel) page(q pageQuery) *statusData {
+	d := &statusData{Now: m.now, Refresh: q.Refresh, Query: q.Q,
+		Paged:   len(m.checks) > perPage || len(m.trees) > perPage || q.Q != "" || q.Page > 1,
+		NChecks: len(m.checks), Healthy: m.healthy, Unhealthy: m.unhealthy,
+		NResorts: len(m.resorts), NOverrides: len(m.overrides),
+		Resorts: m.resorts[:min(len(m.resorts), perPage)], Overrides: m.overrides[:min(len(m.overrides), perPage)]}
+	checks, trees := m.checks, m.trees
+	if q.Q != "" {
+		checks = slices.DeleteFunc(slices.Clone(checks), func(c checkRow) bool { return !strings.Contains(c.search, q.Q) })
+		trees = slices.DeleteFunc(slices.Clone(trees), func(n *pageNode) bool { return !strings.Contains(n.search, q.Q) })
+	}
+	d.Checks, d.ChecksShown = pageOf(checks, q.Page)
+	d.Trees, d.TreesShown = pageOf(trees, q.Page)
+	if q.Page > 1 {
+		d.Prev = q.url(q.Page - 1)
+	}
+	if q.Page*perPage < max(len(checks), len(trees)) {
+		d.Next = q.url(q.Page + 1)
+	}
+	return d
+}
+
+func pageOf[T any](all []T, page int) ([]T, shown) {
+	from := min((page-1)*perPage, len(all))
+	to := min(from+perPage, len(all))
+	return all[from:to], shown{From: from + 1, To: to, Of: len(all)}
 }
 
 // badge is a health state as a CSS class (colour) and the words that say the same
@@ -84,8 +207,9 @@ func healthBadge(ok bool) badge {
 // checkRow is one check with what the page says about it.
 type checkRow struct {
 	view.Check
-	Badge badge
-	Notes []string // override, disabled, inverted, awaiting a first result
+	Badge  badge
+	Notes  []string // override, disabled, inverted, awaiting a first result
+	search string   // what ?q= matches: the name and target, lower case
 }
 
 // pageNode is one record group on the page, with its alias targets nested.
@@ -96,6 +220,7 @@ type pageNode struct {
 	Badge   badge
 	Nested  bool
 	Members []pageMember
+	search  string // roots: what ?q= matches, the names, targets and checks of the tree, lower case
 }
 
 // pageMember is one member; Child is the group an alias member points to.
@@ -110,11 +235,11 @@ type pageMember struct {
 // by a valid configuration.
 const maxTreeDepth = 32
 
-func buildStatus(checks []view.Check, recs []view.Record, now time.Time) *statusData {
-	d := &statusData{Now: now.UTC()}
-	byName := map[string]*checkRow{}
+// buildStatus builds the status page of checks and record groups, as of now.
+func buildStatus(checks []view.Check, recs []view.Record, now time.Time) *statusModel {
+	m := &statusModel{now: now.UTC()}
 	for _, c := range checks {
-		row := checkRow{Check: c, Badge: healthBadge(c.Healthy)}
+		row := checkRow{Check: c, Badge: healthBadge(c.Healthy), search: strings.ToLower(c.Name + "\n" + c.Target)}
 		if c.Override != nil {
 			row.Notes = append(row.Notes, "forced "+healthBadge(*c.Override).Text+" by an operator")
 			if c.Probed != nil {
@@ -131,17 +256,28 @@ func buildStatus(checks []view.Check, recs []view.Record, now time.Time) *status
 			row.Notes = append(row.Notes, "awaiting its first result")
 		}
 		if c.Healthy {
-			d.Healthy++
+			m.healthy++
 		} else {
-			d.Unhealthy++
+			m.unhealthy++
 		}
-		d.Checks = append(d.Checks, row)
+		m.checks = append(m.checks, row)
 		if c.Override != nil {
-			d.Overrides = append(d.Overrides, row)
+			m.overrides = append(m.overrides, row)
 		}
 	}
-	for i := range d.Checks {
-		byName[d.Checks[i].Name] = &d.Checks[i]
+	slices.SortStableFunc(m.checks, func(a, b checkRow) int { // unhealthy first, each part by name
+		switch {
+		case a.Healthy == b.Healthy:
+		case !a.Healthy:
+			return -1
+		default:
+			return 1
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	byName := make(map[string]*checkRow, len(m.checks))
+	for i := range m.checks {
+		byName[m.checks[i].Name] = &m.checks[i]
 	}
 
 	key := func(name, typ string) string { return name + " " + typ }
@@ -155,17 +291,59 @@ func buildStatus(checks []view.Check, recs []view.Record, now time.Time) *status
 		}
 		groups[k] = &recs[i]
 		order = append(order, k)
-		for _, m := range recs[i].Members {
-			if m.Alias != "" {
-				targeted[key(m.Alias, recs[i].Type)] = true
+		for _, mb := range recs[i].Members {
+			if mb.Alias != "" {
+				targeted[key(mb.Alias, recs[i].Type)] = true
 			}
 		}
 	}
+	// Roots are drawn problems first, so a group two trees share is drawn in full in
+	// the one shown first. A group's rank is the worst of its own and its targets'.
+	ranks := map[string]int{}
+	var rank func(v *view.Record, depth int) int
+	rank = func(v *view.Record, depth int) int {
+		k := key(v.Name, v.Type)
+		if r, ok := ranks[k]; ok {
+			return r
+		}
+		r := 2
+		switch {
+		case v.LastResort:
+			r = 0
+		case v.Healthy != nil && !*v.Healthy:
+			r = 1
+		}
+		ranks[k] = r // before the members: a cycle (refused by setup) ends here
+		for _, mv := range v.Members {
+			if !mv.Healthy {
+				r = min(r, 1)
+			}
+			if t, ok := groups[key(mv.Alias, v.Type)]; ok && mv.Alias != "" && depth < maxTreeDepth {
+				r = min(r, rank(t, depth+1))
+			}
+		}
+		ranks[k] = r
+		return r
+	}
+	var roots []string
+	for _, k := range order {
+		if !targeted[k] {
+			roots = append(roots, k)
+		}
+	}
+	slices.SortStableFunc(roots, func(a, b string) int { return rank(groups[a], 0) - rank(groups[b], 0) })
+
 	drawn := map[string]bool{}
+	var search strings.Builder // the text of the tree being built, for ?q=
 	var build func(v *view.Record, depth int) *pageNode
 	build = func(v *view.Record, depth int) *pageNode {
 		k := key(v.Name, v.Type)
 		n := &pageNode{Record: *v, Nested: depth > 0}
+		if depth == 0 {
+			search.Reset()
+		}
+		search.WriteString(strings.ToLower(v.Name))
+		search.WriteByte('\n')
 		anchor := "record-" + v.Name + "-" + v.Type
 		if drawn[k] {
 			n.Ref = anchor // a group several aliases share is drawn in full once
@@ -173,7 +351,7 @@ func buildStatus(checks []view.Check, recs []view.Record, now time.Time) *status
 			drawn[k] = true
 			n.Anchor = anchor
 			if v.LastResort {
-				d.Resorts = append(d.Resorts, n)
+				m.resorts = append(m.resorts, n)
 			}
 		}
 		switch {
@@ -186,29 +364,31 @@ func buildStatus(checks []view.Check, recs []view.Record, now time.Time) *status
 		default:
 			n.Badge = badgeNone
 		}
-		for _, m := range v.Members {
+		for _, mv := range v.Members {
 			if n.Ref != "" {
 				break
 			}
-			pm := pageMember{Member: m, Badge: healthBadge(m.Healthy), Check: byName[m.Check]}
-			if t, ok := groups[key(m.Alias, v.Type)]; ok && m.Alias != "" && depth < maxTreeDepth {
+			pm := pageMember{Member: mv, Badge: healthBadge(mv.Healthy), Check: byName[mv.Check]}
+			search.WriteString(strings.ToLower(mv.Target + "\n" + mv.Check + "\n"))
+			if t, ok := groups[key(mv.Alias, v.Type)]; ok && mv.Alias != "" && depth < maxTreeDepth {
 				pm.Child = build(t, depth+1)
 			}
 			n.Members = append(n.Members, pm)
 		}
+		if depth == 0 {
+			n.search = search.String()
+		}
 		return n
 	}
-	for _, k := range order {
-		if !targeted[k] {
-			d.Trees = append(d.Trees, build(groups[k], 0))
-		}
+	for _, k := range roots {
+		m.trees = append(m.trees, build(groups[k], 0))
 	}
 	for _, k := range order { // groups reached from no root (not expected): drawn on their own
 		if !drawn[k] {
-			d.Trees = append(d.Trees, build(groups[k], 0))
+			m.trees = append(m.trees, build(groups[k], 0))
 		}
 	}
-	return d
+	return m
 }
 
 // ago says how long before now t was, coarsely: "12s ago", "3m ago", "5h ago", "2d ago".
@@ -229,6 +409,7 @@ func ago(now, t time.Time) string {
 
 var statusTmpl = template.Must(template.New("status").Funcs(template.FuncMap{
 	"ago": ago,
+	"sub": func(a, b int) int { return a - b },
 	"utc": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
 	"iso": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 }).Parse(statusHTML))

@@ -103,6 +103,20 @@ func (w lockedWriter) Write(p []byte) (int, error) {
 // 127.0.0.1:port. The process is stopped by PID when the test ends.
 func Start(t testing.TB, corefile string, port int, probe string) *Server {
 	t.Helper()
+	return StartWith(t, corefile, port, probe, Options{})
+}
+
+// Options change how StartWith runs the binary.
+type Options struct {
+	// NoFile, when not 0, is the process's limit of open files (RLIMIT_NOFILE, soft
+	// and hard, so Go cannot raise it), set by a shell's ulimit that then execs the
+	// binary in its place (same PID).
+	NoFile int
+}
+
+// StartWith is Start with options.
+func StartWith(t testing.TB, corefile string, port int, probe string, opt Options) *Server {
+	t.Helper()
 	bin := Binary(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "Corefile")
@@ -111,6 +125,9 @@ func Start(t testing.TB, corefile string, port int, probe string) *Server {
 	}
 	s := &Server{Addr: fmt.Sprintf("127.0.0.1:%d", port), Dir: dir}
 	s.Cmd = exec.Command(bin, "-conf", path)
+	if opt.NoFile > 0 {
+		s.Cmd = exec.Command("/bin/sh", "-c", fmt.Sprintf(`ulimit -n %d && exec "$0" "$@"`, opt.NoFile), bin, "-conf", path)
+	}
 	s.Cmd.Dir = dir
 	s.Cmd.Stdout, s.Cmd.Stderr = lockedWriter{s}, lockedWriter{s}
 	if err := s.Cmd.Start(); err != nil {
