@@ -159,6 +159,10 @@ func (s *server) getExplain(w http.ResponseWriter, r *http.Request) {
 			apiError(w, http.StatusBadRequest, "type: unknown record type '"+t+"'")
 			return
 		}
+		if qtype == dns.TypeAXFR || qtype == dns.TypeIXFR { // as ServeDNS: never answered here
+			apiError(w, http.StatusBadRequest, "type: "+dns.TypeToString[qtype]+" is not answered by healthroute: zone transfers go to the next plugin")
+			return
+		}
 	}
 	client, err := parseClient(qv.Get("client"))
 	if err != nil {
