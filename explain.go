@@ -16,7 +16,8 @@ import (
 func (r *Resolver) Explain(q Query) (Answer, *view.Trace) {
 	tr := &view.Trace{}
 	q.trace = tr
-	ans := r.resolve(&q)
+	var ans Answer
+	r.resolve(&q, &ans)
 	tr.NextPlugin = ans.Pass && r.plan.fall.Through(q.Name)
 	return ans, tr
 }
@@ -24,7 +25,7 @@ func (r *Resolver) Explain(q Query) (Answer, *view.Trace) {
 // explain records the decision at node n; chosen is the member picked (-1: a
 // multivalue set, or no record for this client).
 func (r *Resolver) explain(t *table, n *node, q *Query, chosen int32) {
-	st := &t.st[n.id]
+	st := t.state(n.id)
 	step := view.Step{
 		Record: n.set.Name, Type: dns.TypeToString[n.qtype], Policy: n.set.Policy.String(),
 		ClientDependent: n.dynOrder || n.dynHealth,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,7 +18,6 @@ import (
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/metadata"
 	"github.com/coredns/coredns/plugin/metrics"
-	"github.com/coredns/coredns/request"
 	"github.com/miekg/dns"
 
 	"github.com/healthroute/healthroute/health"
@@ -48,60 +48,102 @@ func New(cfg *Config) *HealthRoute { return newHandler(cfg, shared) }
 
 // newHandler is New with its own registry, for tests.
 func newHandler(cfg *Config, reg *registry) *HealthRoute {
-	return &HealthRoute{cfg: cfg, resolver: NewResolver(cfg), reg: reg}
+	h := &HealthRoute{cfg: cfg, resolver: NewResolver(cfg), reg: reg}
+	parsed.Store(true)
+	return h
 }
+
+// parsed is set when a block has been parsed and built, and cleared by the first
+// OnStartup after it: CoreDNS parses every block before starting any, so that one
+// returns to the OS what parsing them all left behind (the Corefile's tokens, the
+// configuration's intermediate maps), which for a large configuration is several
+// times what the routing keeps, and which the runtime would otherwise hold for minutes.
+var parsed atomic.Bool
 
 // Name implements plugin.Handler.
 func (h *HealthRoute) Name() string { return pluginName }
 
-// ServeDNS implements plugin.Handler.
+// ServeDNS implements plugin.Handler. CoreDNS answers each UDP query on a goroutine
+// whose stack starts small and is copied to one twice the size whenever it runs out,
+// so the query path keeps its frames small: the answer is built in reply, whose frame
+// is gone before the reply is packed and written, the deepest part of the query.
 func (h *HealthRoute) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
-	state := request.Request{W: w, Req: r}
-	zone := matchZone(h.cfg.Zones, state.Name())
+	m, next, rcode := h.reply(ctx, w, r)
+	switch {
+	case m != nil:
+		w.WriteMsg(m)
+		return dns.RcodeSuccess, nil
+	case next != nil:
+		return plugin.NextOrFailure(h.Name(), h.Next, ctx, next, r)
+	}
+	return rcode, nil
+}
+
+// reply answers r: the message to write, else the writer to pass the query to the
+// next plugin with, else the rcode to return without writing.
+//
+//go:noinline
+func (h *HealthRoute) reply(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (*dns.Msg, dns.ResponseWriter, int) {
+	name, qt := questionOf(r)
+	zone := matchZone(h.cfg.Zones, name)
 	if zone == "" {
-		return plugin.NextOrFailure(h.Name(), h.Next, ctx, w, r)
+		return nil, w, 0
 	}
 	// Only queries are ours: NOTIFY, UPDATE and zone transfers go to the next plugin
 	// (a transfer plugin, say); without one the server answers as stock CoreDNS does.
-	if qt := state.QType(); r.Opcode != dns.OpcodeQuery || qt == dns.TypeAXFR || qt == dns.TypeIXFR {
-		if h.Next != nil {
-			return plugin.NextOrFailure(h.Name(), h.Next, ctx, w, r)
+	if r.Opcode != dns.OpcodeQuery || qt == dns.TypeAXFR || qt == dns.TypeIXFR {
+		switch {
+		case h.Next != nil:
+			return nil, w, 0
+		case r.Opcode != dns.OpcodeQuery:
+			return nil, nil, dns.RcodeNotImplemented
 		}
-		if r.Opcode != dns.OpcodeQuery {
-			return dns.RcodeNotImplemented, nil
-		}
-		return dns.RcodeRefused, nil
+		return nil, nil, dns.RcodeRefused
 	}
 	cl, ecs, ok := client(w, r)
 	if !ok {
-		return dns.RcodeFormatError, nil // nothing written: the server answers FORMERR
+		return nil, nil, dns.RcodeFormatError // nothing written: the server answers FORMERR
 	}
-	q := Query{Name: state.Name(), Type: state.QType(), Client: cl}
+	var q Query // field by field: a literal would take a second copy on the stack
+	q.Name, q.Type, q.Client = name, qt, cl
 	if h.resolver.NeedsLocation() {
-		q.Loc = location(ctx)
+		location(ctx, &q.Loc)
 	}
-	ans := h.resolver.Resolve(q) // lock-free
-	if ans.Pass && h.cfg.Fall.Through(state.Name()) {
+	var ans Answer
+	h.resolver.resolve(&q, &ans) // lock-free
+	return h.message(ctx, w, r, &q, &ans, ecs)
+}
+
+// message turns ans, the answer to q, into reply's results. Its frame (the reply's
+// header, the fallthrough check, the metrics) is not on the stack while resolving.
+//
+//go:noinline
+func (h *HealthRoute) message(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, q *Query, ans *Answer, ecs *dns.EDNS0_SUBNET) (*dns.Msg, dns.ResponseWriter, int) {
+	if ans.Pass && h.cfg.Fall.Through(q.Name) {
 		// Overlay: only the names and types of the block's records are its own;
 		// the next plugin serves the rest of the zone, its apex included.
 		if ans.Rcode == dns.RcodeSuccess {
 			w = existsWriter{w} // the name is the block's: never NXDOMAIN
 		}
-		return plugin.NextOrFailure(h.Name(), h.Next, ctx, w, r)
+		return nil, w, 0
 	}
 	m := new(dns.Msg)
 	m.SetReply(r)
 	m.Authoritative, m.Rcode, m.Answer, m.Ns, m.Extra = !ans.Referral, ans.Rcode, ans.RRs, ans.Ns, ans.Extra // shared, read-only
 	if ecs != nil {
-		scope := ans.Scope
-		if ecs.Family == 2 && cl.Addr().Is4() && scope > 0 {
-			scope += 96 // an IPv4 client written as ::ffff:a.b.c.d
-		}
-		echoECS(m, r, ecs, scope)
+		echoECS(m, r, ecs, q.Client, ans.Scope)
 	}
-	h.count(metrics.WithServer(ctx), &ans) // before the client has the answer, so a scrape after it sees the count
-	w.WriteMsg(m)
-	return dns.RcodeSuccess, nil
+	h.count(metrics.WithServer(ctx), ans) // before the client has the answer, so a scrape after it sees the count
+	return m, nil, 0
+}
+
+// questionOf returns the question's name and type as request.Request's Name and QType
+// do (".", 0 without a question), without that struct on the query's stack.
+func questionOf(r *dns.Msg) (string, uint16) {
+	if len(r.Question) == 0 {
+		return ".", 0
+	}
+	return strings.ToLower(dns.Name(r.Question[0].Name).String()), r.Question[0].Qtype
 }
 
 // existsWriter passes the next plugin's answer for a name the block has records at (or
@@ -168,16 +210,19 @@ func client(w dns.ResponseWriter, r *dns.Msg) (cl netip.Prefix, ecs *dns.EDNS0_S
 	return netip.PrefixFrom(a, a.BitLen()), nil, true
 }
 
-// location reads the client's location from the geoip plugin's metadata (empty when
-// geoip and metadata are not configured or the address is not in the database).
-func location(ctx context.Context) Location {
+// location reads the client's location from the geoip plugin's metadata into l (empty
+// when geoip and metadata are not configured or the address is not in the database).
+// Only blocks that route by location pay for its frame.
+//
+//go:noinline
+func location(ctx context.Context, l *Location) {
 	get := func(key string) string {
 		if f := metadata.ValueFunc(ctx, key); f != nil {
 			return f()
 		}
 		return ""
 	}
-	l := Location{
+	*l = Location{
 		Country:      strings.ToUpper(get("geoip/country/code")),
 		Continent:    strings.ToUpper(get("geoip/continent/code")),
 		Subdivisions: strings.ToUpper(get("geoip/subdivisions/code")),
@@ -187,12 +232,17 @@ func location(ctx context.Context) Location {
 		lon, err2 := strconv.ParseFloat(lo, 64)
 		l.Lat, l.Lon, l.HasCoords = lat, lon, err1 == nil && err2 == nil && view.ValidCoords(lat, lon)
 	}
-	return l
 }
 
 // echoECS adds the ECS option to the reply as RFC 7871 asks: the query's family,
-// source prefix and address, with the scope the answer depended on.
-func echoECS(m, r *dns.Msg, ecs *dns.EDNS0_SUBNET, scope uint8) {
+// source prefix and address, with the scope the answer depended on (scope, in the
+// family of cl, the client the answer was chosen for).
+//
+//go:noinline
+func echoECS(m, r *dns.Msg, ecs *dns.EDNS0_SUBNET, cl netip.Prefix, scope uint8) {
+	if ecs.Family == 2 && cl.Addr().Is4() && scope > 0 {
+		scope += 96 // an IPv4 client written as ::ffff:a.b.c.d
+	}
 	o := r.IsEdns0()
 	opt := &dns.OPT{Hdr: dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT}, Option: []dns.EDNS0{&dns.EDNS0_SUBNET{
 		Code: dns.EDNS0SUBNET, Family: ecs.Family, SourceNetmask: ecs.SourceNetmask,
@@ -240,6 +290,9 @@ func (h *HealthRoute) OnStartup() error {
 				unwatch()
 			}
 		}
+	}
+	if parsed.Swap(false) {
+		debug.FreeOSMemory()
 	}
 	return nil
 }

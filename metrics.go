@@ -2,6 +2,7 @@ package healthroute
 
 import (
 	"errors"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -47,14 +48,12 @@ var (
 		func(s *health.Scheduler) float64 { return s.LongestWait().Seconds() })
 	_ = schedulerGauge("max_probes", "The bound on probes in flight in force: max_probes, or the one fitted to the checks.",
 		(*health.Scheduler).MaxInFlightNow)
-	answersTotal = promauto.NewCounterVec(prometheus.CounterOpts{
-		Namespace: plugin.Namespace, Subsystem: "healthroute", Name: "answers_total",
-		Help: "Answers, by the record set and member (set identifier) they came from.",
-	}, []string{"server", "zone", "record", "member"})
-	lastResortTotal = promauto.NewCounterVec(prometheus.CounterOpts{
-		Namespace: plugin.Namespace, Subsystem: "healthroute", Name: "last_resort_answers_total",
-		Help: "Answers given by a record set in its last resort: every member unhealthy, answered as if all were healthy.",
-	}, []string{"server", "zone", "record"})
+	answersTotal = newAnswerCounter("answers_total",
+		"Answers, by the record set and member (set identifier) they came from.",
+		"server", "zone", "record", "member")
+	lastResortTotal = newAnswerCounter("last_resort_answers_total",
+		"Answers given by a record set in its last resort: every member unhealthy, answered as if all were healthy.",
+		"server", "zone", "record")
 	publicationsTotal = promauto.NewCounter(prometheus.CounterOpts{
 		Namespace: plugin.Namespace, Subsystem: "healthroute", Name: "table_publications_total",
 		Help: "Routing tables compiled and published after a health change.",
@@ -108,15 +107,75 @@ func (probeObserver) Changed(spec *health.Spec, down bool) {
 	transitionsTotal.WithLabelValues(spec.Name, to).Inc()
 }
 
-// queryCounters caches the curried query-path counters of one server, in slices
-// indexed by the ordinals the plan gave members and record sets, so a query costs
-// two slice indexes and atomic loads, not a label hash. A series is created the
-// first time it is counted.
+// answerCounter is a counter family for the query path, with a series per member of
+// every record set. A series is its labels (the configuration's own strings, not
+// copied) as a map key and a word: about 100 bytes, where a CounterVec series costs
+// about 800 (label pairs and hashes), which with three members per name was a third
+// of a large configuration's memory. Series live for the process, as a CounterVec's
+// would: a reload continues them.
+type answerCounter struct {
+	desc   *prometheus.Desc
+	labels int
+	mu     sync.Mutex
+	series map[[4]string]*atomic.Uint64
+}
+
+func newAnswerCounter(name, help string, labels ...string) *answerCounter {
+	c := &answerCounter{
+		desc:   prometheus.NewDesc(prometheus.BuildFQName(plugin.Namespace, "healthroute", name), help, labels, nil),
+		labels: len(labels), series: map[[4]string]*atomic.Uint64{},
+	}
+	prometheus.MustRegister(c)
+	return c
+}
+
+// get returns the series of labels, creating it (at zero) the first time.
+func (c *answerCounter) get(labels ...string) *atomic.Uint64 {
+	var key [4]string
+	copy(key[:], labels)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n, ok := c.series[key]
+	if !ok {
+		n = new(atomic.Uint64)
+		c.series[key] = n
+	}
+	return n
+}
+
+// delete drops the series of labels (tests).
+func (c *answerCounter) delete(labels ...string) {
+	var key [4]string
+	copy(key[:], labels)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.series, key)
+}
+
+// Describe implements prometheus.Collector.
+func (c *answerCounter) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+// Collect implements prometheus.Collector.
+func (c *answerCounter) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	ms := make([]prometheus.Metric, 0, len(c.series))
+	for labels, n := range c.series {
+		ms = append(ms, prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(n.Load()), labels[:c.labels]...))
+	}
+	c.mu.Unlock()
+	for _, m := range ms {
+		ch <- m
+	}
+}
+
+// queryCounters caches the query-path series of one server, in slices indexed by the
+// ordinals the plan gave members and record sets, so a query costs a slice index and
+// an atomic add, not a label hash. A series is created the first time it is counted.
 type queryCounters struct {
 	server  string
-	answers []atomic.Pointer[prometheus.Counter] // by Member.idx
-	sets    []atomic.Pointer[prometheus.Counter] // by RecordSet.idx: multivalue answers
-	resort  []atomic.Pointer[prometheus.Counter] // by RecordSet.idx: last-resort answers
+	answers []atomic.Pointer[atomic.Uint64] // by Member.idx
+	sets    []atomic.Pointer[atomic.Uint64] // by RecordSet.idx: multivalue answers
+	resort  []atomic.Pointer[atomic.Uint64] // by RecordSet.idx: last-resort answers
 }
 
 // counters returns the counters of server, creating them on its first query.
@@ -128,44 +187,55 @@ func (h *HealthRoute) counters(server string) *queryCounters {
 	if !ok {
 		sets := len(h.cfg.Records)
 		v, _ = h.serverCounters.LoadOrStore(server, &queryCounters{server: server,
-			answers: make([]atomic.Pointer[prometheus.Counter], h.cfg.members),
-			sets:    make([]atomic.Pointer[prometheus.Counter], sets),
-			resort:  make([]atomic.Pointer[prometheus.Counter], sets)})
+			answers: make([]atomic.Pointer[atomic.Uint64], h.cfg.members),
+			sets:    make([]atomic.Pointer[atomic.Uint64], sets),
+			resort:  make([]atomic.Pointer[atomic.Uint64], sets)})
 	}
 	qc := v.(*queryCounters)
 	h.lastCounters.Store(qc)
 	return qc
 }
 
-// load returns the counter in slot, creating it with vec and labels the first time.
-func load(slot *atomic.Pointer[prometheus.Counter], vec *prometheus.CounterVec, labels ...string) prometheus.Counter {
-	if c := slot.Load(); c != nil {
-		return *c
+// load returns the series in slot, looking it up in c by labels the first time.
+func load(slot *atomic.Pointer[atomic.Uint64], c *answerCounter, labels ...string) *atomic.Uint64 {
+	if s := slot.Load(); s != nil {
+		return s
 	}
-	c := vec.WithLabelValues(labels...)
-	slot.CompareAndSwap(nil, &c)
-	return *slot.Load()
+	slot.CompareAndSwap(nil, c.get(labels...))
+	return slot.Load()
 }
 
-// count records one answer's metrics.
+// count records one answer's metrics. The common case, one member's answer counted
+// before on the block's one server, is inlined into the query path; the rest, with
+// its larger frame, runs only when needed.
 func (h *HealthRoute) count(server string, ans *Answer) {
 	if ans.leafSet == nil && ans.resortSet == nil {
 		return
 	}
+	if qc := h.lastCounters.Load(); qc != nil && qc.server == server && ans.leaf != nil && ans.resortSet == nil {
+		if n := qc.answers[ans.leaf.idx].Load(); n != nil {
+			n.Add(1)
+			return
+		}
+	}
+	h.countSlow(server, ans)
+}
+
+// countSlow is count's general case: a first answer (creating the series), a
+// multivalue or last-resort answer, another server.
+//
+//go:noinline
+func (h *HealthRoute) countSlow(server string, ans *Answer) {
 	qc := h.counters(server)
 	if set := ans.leafSet; set != nil {
 		if m := ans.leaf; m != nil {
-			if c := qc.answers[m.idx].Load(); c != nil { // the common case, without the variadic call
-				(*c).Inc()
-			} else {
-				load(&qc.answers[m.idx], answersTotal, server, ans.Zone, set.Name, m.ID).Inc()
-			}
+			load(&qc.answers[m.idx], answersTotal, server, ans.Zone, set.Name, m.ID).Add(1)
 		} else {
-			load(&qc.sets[set.idx], answersTotal, server, ans.Zone, set.Name, "multivalue").Inc()
+			load(&qc.sets[set.idx], answersTotal, server, ans.Zone, set.Name, "multivalue").Add(1)
 		}
 	}
 	if set := ans.resortSet; set != nil {
-		load(&qc.resort[set.idx], lastResortTotal, server, ans.Zone, set.Name).Inc()
+		load(&qc.resort[set.idx], lastResortTotal, server, ans.Zone, set.Name).Add(1)
 	}
 }
 
@@ -175,16 +245,23 @@ func (h *HealthRoute) count(server string, ans *Answer) {
 func (r *Resolver) observePublication(prev, t *table, took time.Duration) {
 	compileDuration.Observe(took.Seconds())
 	publicationsTotal.Inc()
-	for _, s := range r.plan.checks {
+	checks, nodes := t.flipped, t.changed // what the compile reached; nil: everything
+	if checks == nil {
+		checks = r.plan.checks
+	}
+	if nodes == nil {
+		nodes = r.plan.nodes
+	}
+	for _, s := range checks {
 		v := 0.0
 		if t.healthy(s) {
 			v = 1
 		}
 		checkHealthy.WithLabelValues(s.Name).Set(v)
 	}
-	for _, n := range r.plan.nodes {
-		was := prev != nil && prev.st[n.id].failOpen
-		if now := t.st[n.id].failOpen; now != was && !n.dynHealth {
+	for _, n := range nodes {
+		was := prev != nil && prev.state(n.id).failOpen
+		if now := t.state(n.id).failOpen; now != was && !n.dynHealth {
 			if now {
 				log.Warningf("record %s %s: every member is unhealthy: answering as if all were healthy (last resort)", n.set.Name, dns.TypeToString[n.qtype])
 			} else if prev != nil {

@@ -7,7 +7,7 @@ package healthroute
 // memberOK reports whether member i of n is healthy for q: its check and, with
 // evaluate target health, a healthy answer in its target for this client.
 func (r *Resolver) memberOK(t *table, n *node, i int32, q *Query) bool {
-	if !t.st[n.id].ok[i] {
+	if !t.state(n.id).ok[i] {
 		return false
 	}
 	mn := &n.members[i]
@@ -20,7 +20,7 @@ func (r *Resolver) memberOK(t *table, n *node, i int32, q *Query) bool {
 // branchHealthy reports whether n has a healthy answer for q.
 func (r *Resolver) branchHealthy(t *table, n *node, q *Query) bool {
 	if !n.dynHealth {
-		return t.st[n.id].healthy
+		return t.state(n.id).healthy
 	}
 	switch n.set.Policy {
 	case Geolocation:
@@ -196,7 +196,7 @@ func (r *Resolver) weighted(t *table, n *node, q *Query) int32 {
 			}
 		}
 	}
-	return r.pick(&t.st[n.id]) // the last resort, prepared at compile
+	return r.pick(t.state(n.id)) // the last resort, prepared at compile
 }
 
 // nodeScope is the ECS scope of the choice at client-dependent node n for q (RFC

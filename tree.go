@@ -46,6 +46,7 @@ type node struct {
 	healthKids          []*node             // evaluate target health into client-dependent health: their scope counts
 	ip                  *prefixIndex[int32] // ip: block -> member index; nil for other policies
 	ipDefault           int32               // ip and geolocation: the default member, -1 for none
+	up                  []*node             // the nodes with a member aliasing this one
 }
 
 // mnode is a member of a node: a leaf with prebuilt RRs, or an alias to a child node.
@@ -53,7 +54,8 @@ type mnode struct {
 	m *Member
 	leaf
 	child  *node // alias target
-	region int   // latency: the plan's region id
+	region int32 // latency: the plan's region id
+	check  int32 // the member's check: its index in plan.checks, -1 for none
 }
 
 // leaf is a member's prebuilt answer.
@@ -136,6 +138,11 @@ type plan struct {
 	nodes  []*node
 	checks []*health.Spec    // every check the records use, children included
 	cuts   map[string]*entry // delegations: names below a zone apex with NS records
+	users  [][]*node         // by index in checks: the nodes with a member using it
+	// Where a health change can reach, by index in checks: the checks probing a
+	// fingerprint, the checks of a name (overrides), each check's calculated parents.
+	byFP, byName map[string][]int32
+	calcParents  [][]int32
 
 	regionIDs map[string]int // latency regions by name
 	regions   []Region       // by id; Lat/Lon valid where hasCoords
@@ -257,7 +264,45 @@ func newPlan(cfg *Config) *plan {
 			}
 		}
 	}
+	p.index()
 	return p
+}
+
+// index prepares compiles that evaluate only what a health change reaches: each
+// member's check ordinal, the nodes that use each check, and each node's parents
+// through aliases.
+func (p *plan) index() {
+	ord := make(map[*health.Spec]int32, len(p.checks))
+	p.byFP, p.byName = make(map[string][]int32, len(p.checks)), make(map[string][]int32, len(p.checks))
+	for i, s := range p.checks {
+		ord[s] = int32(i)
+		p.byFP[s.Fingerprint()] = append(p.byFP[s.Fingerprint()], int32(i))
+		p.byName[s.Name] = append(p.byName[s.Name], int32(i))
+	}
+	p.calcParents = make([][]int32, len(p.checks))
+	for i, s := range p.checks {
+		for _, c := range s.Children {
+			if ci, ok := ord[c]; ok && !slices.Contains(p.calcParents[ci], int32(i)) {
+				p.calcParents[ci] = append(p.calcParents[ci], int32(i))
+			}
+		}
+	}
+	p.users = make([][]*node, len(p.checks))
+	for _, n := range p.nodes {
+		for i := range n.members {
+			mn := &n.members[i]
+			mn.check = -1
+			if mn.m.Check != nil {
+				mn.check = ord[mn.m.Check]
+				if u := p.users[mn.check]; len(u) == 0 || u[len(u)-1] != n {
+					p.users[mn.check] = append(u, n)
+				}
+			}
+			if c := mn.child; c != nil && (len(c.up) == 0 || c.up[len(c.up)-1] != n) {
+				c.up = append(c.up, n)
+			}
+		}
+	}
 }
 
 // hasAlias reports whether any of nodes has an alias member.
@@ -336,7 +381,7 @@ func (p *plan) build(rs *RecordSet, qtype uint16, sets map[string][]*RecordSet, 
 			n.ip.add(b, i)
 		}
 		if rs.Policy == Latency {
-			mn.region = p.regionIDs[m.Region]
+			mn.region = int32(p.regionIDs[m.Region])
 		}
 		n.members = append(n.members, mn)
 	}
@@ -453,8 +498,23 @@ type table struct {
 	plan *plan
 	snap *health.Snapshot
 	over map[string]bool // operator overrides by check name: true healthy, false unhealthy
-	st   []nodeState
+	// st is the nodes' states in chunks of stateChunk, by node id: a new table copies
+	// only the chunks whose nodes it evaluated again and shares the rest.
+	st     [][]nodeState
+	judged []bool // by index in plan.checks: each check's status
+	// changed is the nodes evaluated for this table and flipped the checks whose
+	// status differs from the table it replaced; both nil when everything was.
+	changed []*node
+	flipped []*health.Spec
 }
+
+// stateChunk is how many node states a table copies when one of them changes: a flip
+// copies the list of chunks and the chunks it reaches, and checks used by members all
+// over the configuration reach a chunk per node, so small chunks copy least.
+const stateChunk = 32
+
+// state is node id's state in t.
+func (t *table) state(id int) *nodeState { return &t.st[id/stateChunk][id%stateChunk] }
 
 // healthy is a check's status in t, as the health package judges it with t's
 // operator overrides.
@@ -462,42 +522,121 @@ func (t *table) healthy(s *health.Spec) bool { return t.snap.Judge(s, t.over) }
 
 // compile evaluates every node of p against snap and the overrides, children first.
 func compile(p *plan, snap *health.Snapshot, over map[string]bool) *table {
-	t := &table{plan: p, snap: snap, over: over, st: make([]nodeState, len(p.nodes))}
-	done := make([]bool, len(p.nodes))
-	checks := map[*health.Spec]bool{}
-	healthy := func(s *health.Spec) bool {
-		if s == nil {
-			return true // records without a health check are always healthy
-		}
-		v, ok := checks[s]
-		if !ok {
-			v = t.healthy(s)
-			checks[s] = v
-		}
-		return v
+	t := &table{plan: p, snap: snap, over: over, judged: make([]bool, len(p.checks)),
+		st: make([][]nodeState, (len(p.nodes)+stateChunk-1)/stateChunk)}
+	for i := range t.st {
+		t.st[i] = make([]nodeState, min(stateChunk, len(p.nodes)-i*stateChunk))
 	}
-	var eval func(n *node)
-	eval = func(n *node) {
-		if done[n.id] {
+	for i, s := range p.checks {
+		t.judged[i] = t.healthy(s)
+	}
+	done := make([]bool, len(p.nodes))
+	t.eval(p.nodes, func(n *node) bool {
+		was := done[n.id]
+		done[n.id] = true
+		return !was
+	})
+	return t
+}
+
+// recompile is compile for a new snapshot or new overrides, given the table they
+// replace: only the checks whose state or override changed are judged again (with
+// their calculated parents), only the nodes with a member whose check changed status
+// and the nodes that alias them (transitively) are evaluated again; the others keep
+// prev's state, shared chunk by chunk. Cost: the snapshot's diff, plus what it reaches.
+func recompile(prev *table, snap *health.Snapshot, over map[string]bool) *table {
+	p := prev.plan
+	t := &table{plan: p, snap: snap, over: over, judged: slices.Clone(prev.judged),
+		st: slices.Clone(prev.st), changed: []*node{}, flipped: []*health.Spec{}}
+	pending := map[*node]bool{}
+	var mark func(n *node)
+	mark = func(n *node) {
+		if pending[n] {
 			return
 		}
-		done[n.id] = true
+		pending[n] = true
+		t.changed = append(t.changed, n)
+		for _, u := range n.up {
+			mark(u)
+		}
+	}
+	for _, i := range touched(prev, snap, over) {
+		if t.judged[i] = t.healthy(p.checks[i]); t.judged[i] != prev.judged[i] {
+			t.flipped = append(t.flipped, p.checks[i])
+			for _, n := range p.users[i] {
+				mark(n)
+			}
+		}
+	}
+	for _, n := range t.changed { // copy on write: prev's chunks stay as they are
+		if c := n.id / stateChunk; &t.st[c][0] == &prev.st[c][0] {
+			t.st[c] = slices.Clone(prev.st[c])
+		}
+	}
+	t.eval(t.changed, func(n *node) bool {
+		was := pending[n]
+		delete(pending, n)
+		return was
+	})
+	return t
+}
+
+// touched returns the checks (indexes in the plan's checks) whose status may differ
+// between prev and snap with over: those whose probed state or override changed, and
+// their calculated parents, transitively.
+func touched(prev *table, snap *health.Snapshot, over map[string]bool) []int32 {
+	p := prev.plan
+	seen := map[int32]bool{}
+	var out []int32
+	add := func(is []int32) {
+		for _, i := range is {
+			if !seen[i] {
+				seen[i] = true
+				out = append(out, i)
+			}
+		}
+	}
+	snap.Diff(prev.snap, func(fp string) { add(p.byFP[fp]) })
+	for name, v := range over {
+		if was, ok := prev.over[name]; !ok || was != v {
+			add(p.byName[name])
+		}
+	}
+	for name := range prev.over {
+		if _, ok := over[name]; !ok {
+			add(p.byName[name])
+		}
+	}
+	for k := 0; k < len(out); k++ {
+		add(p.calcParents[out[k]])
+	}
+	return out
+}
+
+// eval computes the state of nodes, each after its children, for the nodes take
+// reports pending (taking them); the others' state in t is current.
+func (t *table) eval(nodes []*node, take func(*node) bool) {
+	var eval func(n *node)
+	eval = func(n *node) {
+		if !take(n) {
+			return
+		}
 		ok := make([]bool, len(n.members))
-		for i, mn := range n.members {
-			ok[i] = healthy(mn.m.Check)
+		for i := range n.members {
+			mn := &n.members[i]
+			ok[i] = mn.check < 0 || t.judged[mn.check] // no check: always healthy
 			if mn.child != nil {
 				eval(mn.child)
 				if mn.m.ETH && !mn.child.dynHealth {
-					ok[i] = ok[i] && t.st[mn.child.id].healthy
+					ok[i] = ok[i] && t.state(mn.child.id).healthy
 				}
 			}
 		}
-		t.st[n.id] = staticState(n, ok)
+		*t.state(n.id) = staticState(n, ok)
 	}
-	for _, n := range p.nodes {
+	for _, n := range nodes {
 		eval(n)
 	}
-	return t
 }
 
 // staticState applies a policy to a node's member health: docs/routing.md#choose for the
@@ -657,7 +796,8 @@ func (r *Resolver) Publish(snap *health.Snapshot) {
 		// Only first results or timestamps moved (e.g. thousands of checks reporting
 		// for the first time at startup): routing is the same, so keep the compiled
 		// state and only take the new snapshot, which Ready reads.
-		r.table.Store(&table{plan: prev.plan, snap: snap, over: prev.over, st: prev.st})
+		r.table.Store(&table{plan: prev.plan, snap: snap, over: prev.over, st: prev.st, judged: prev.judged,
+			changed: []*node{}, flipped: []*health.Spec{}})
 		return
 	}
 	r.publishLocked(snap)
@@ -683,10 +823,15 @@ func (r *Resolver) SetOverrides(over map[string]bool) {
 }
 
 func (r *Resolver) publishLocked(snap *health.Snapshot) {
+	first := !r.published
 	r.published = true
 	start := time.Now()
-	t := compile(r.plan, snap, r.over)
-	prev := r.table.Swap(t)
+	prev := r.table.Load() // only publishers store, under pubMu
+	t := recompile(prev, snap, r.over)
+	if first {
+		t.changed, t.flipped = nil, nil // the first publication reports every node and check
+	}
+	r.table.Store(t)
 	if r.onPublish != nil {
 		r.onPublish(prev, t, time.Since(start))
 	}
@@ -701,39 +846,55 @@ func (r *Resolver) rand(n uint64) uint64 {
 
 // Resolve answers q from the current table.
 func (r *Resolver) Resolve(q Query) Answer {
-	return r.resolve(&q)
+	var ans Answer
+	r.resolve(&q, &ans)
+	return ans
 }
 
-func (r *Resolver) resolve(q *Query) Answer {
+// resolve answers q into ans, which is zero on entry. The DNS path keeps both on the
+// handler's frame: passing them by pointer keeps each frame below it small, since
+// every query runs on a goroutine whose stack starts small and is copied whenever it
+// has to grow.
+func (r *Resolver) resolve(q *Query, ans *Answer) {
 	t := r.table.Load()
 	p := t.plan
 	zone := matchZone(p.zones, q.Name)
 	if zone == "" {
-		return Answer{Rcode: dns.RcodeRefused}
+		ans.Rcode = dns.RcodeRefused
+		return
 	}
-	if q.Name == zone {
-		switch q.Type {
-		case dns.TypeSOA:
-			return Answer{Rcode: dns.RcodeSuccess, RRs: p.soa[zone], Zone: zone, Pass: true}
-		case dns.TypeNS:
-			if ns := p.ns[zone]; ns != nil {
-				return Answer{Rcode: dns.RcodeSuccess, RRs: ns, Extra: r.glue(q, ns), Zone: zone, Pass: true}
-			}
-		}
+	if q.Name == zone && (q.Type == dns.TypeSOA || q.Type == dns.TypeNS) && r.apex(t, q, zone, ans) {
+		return
 	}
-	if p.cuts != nil {
-		if ans, ok := r.referral(t, q, q.Name, zone); ok {
-			return ans
-		}
+	if p.cuts != nil && r.referral(t, q, q.Name, zone, ans) {
+		return
 	}
-	ans := r.step(t, q, q.Name, zone)
+	r.step(t, q, q.Name, zone, ans)
 	if ans.chase {
-		r.chase(t, q, &ans)
+		r.chase(t, q, ans)
 	}
 	if q.Type == dns.TypeMX || q.Type == dns.TypeSRV {
 		ans.Extra = append(ans.Extra, r.additional(t, q, ans.RRs, zone)...) // after a chase's referral glue
 	}
-	return ans
+}
+
+// apex answers the zone's SOA and, with `ns`, its NS query (with glue), reporting
+// whether it did. It is its own function so its frame is paid only by apex queries.
+//
+//go:noinline
+func (r *Resolver) apex(t *table, q *Query, zone string, ans *Answer) bool {
+	p := t.plan
+	switch q.Type {
+	case dns.TypeSOA:
+		*ans = Answer{Rcode: dns.RcodeSuccess, RRs: p.soa[zone], Zone: zone, Pass: true}
+		return true
+	case dns.TypeNS:
+		if ns := p.ns[zone]; ns != nil {
+			*ans = Answer{Rcode: dns.RcodeSuccess, RRs: ns, Extra: r.glue(q, ns), Zone: zone, Pass: true}
+			return true
+		}
+	}
+	return false
 }
 
 // referral answers a name at or below a delegation (NS records below the zone
@@ -741,7 +902,12 @@ func (r *Resolver) resolve(q *Query) Answer {
 // section, the addresses of its name servers below the cut in the additional
 // section, not authoritative. A DS query at the cut itself is answered by the parent,
 // as any other record.
-func (r *Resolver) referral(t *table, q *Query, name, zone string) (Answer, bool) {
+//
+// It fills ans (zero on entry) and reports whether name is delegated; its own
+// function, so only blocks with delegations pay for its frame.
+//
+//go:noinline
+func (r *Resolver) referral(t *table, q *Query, name, zone string, ans *Answer) bool {
 	p := t.plan
 	var cut *entry
 	for off, end := 0, false; !end && len(name)-off > len(zone); off, end = dns.NextLabel(name, off) {
@@ -750,16 +916,16 @@ func (r *Resolver) referral(t *table, q *Query, name, zone string) (Answer, bool
 		}
 	}
 	if cut == nil {
-		return Answer{}, false
+		return false
 	}
-	ans := Answer{Rcode: dns.RcodeSuccess, Zone: zone, Referral: true}
-	ans.Ns, ans.Scope = r.walk(t, cut, cut.node(dns.TypeNS), q, &ans)
+	ans.Rcode, ans.Zone, ans.Referral = dns.RcodeSuccess, zone, true
+	ans.Ns, ans.Scope = r.walk(t, cut, cut.node(dns.TypeNS), q, ans)
 	for _, rr := range ans.Ns {
 		if ns := rr.(*dns.NS).Ns; underZone(strings.ToLower(ns), cut.name) {
 			ans.Extra = append(ans.Extra, r.addrs(t, q, ns, zone)...)
 		}
 	}
-	return ans, true
+	return true
 }
 
 // additional returns the A and AAAA records of the block's names that MX and SRV
@@ -805,36 +971,34 @@ func (r *Resolver) addrs(t *table, q *Query, name, zone string) []dns.RR {
 	return out
 }
 
-// step answers name (q.Name or a CNAME target) from t without following a CNAME;
-// ans.chase reports that the answer is a CNAME to follow.
-func (r *Resolver) step(t *table, q *Query, name, zone string) Answer {
+// step answers name (q.Name or a CNAME target) from t into ans, which is zero on entry,
+// without following a CNAME; ans.chase reports that the answer is a CNAME to follow.
+func (r *Resolver) step(t *table, q *Query, name, zone string, ans *Answer) {
 	p := t.plan
-	neg := Answer{Rcode: dns.RcodeSuccess, Ns: p.neg[zone], Zone: zone, Pass: true}
+	ans.Rcode, ans.Zone = dns.RcodeSuccess, zone
 	e := p.lookup(name, zone)
-	if e == nil {
-		if !p.exists[name] && name != zone {
-			neg.Rcode = dns.RcodeNameError
+	var n *node
+	if e != nil {
+		if n = e.cname; n == nil {
+			n = e.node(q.Type)
 		}
-		return neg
 	}
-	n := e.cname
-	if n == nil {
-		n = e.node(q.Type)
+	if n == nil { // NXDOMAIN, or NODATA
+		ans.Ns, ans.Pass = p.neg[zone], true
+		if e == nil && !p.exists[name] && name != zone {
+			ans.Rcode = dns.RcodeNameError
+		}
+		return
 	}
-	if n == nil {
-		return neg // NODATA
-	}
-	ans := Answer{Rcode: dns.RcodeSuccess, Zone: zone}
-	ans.RRs, ans.Scope = r.walk(t, e, n, q, &ans)
-	if len(ans.RRs) == 0 {
-		neg.Scope, neg.Pass = ans.Scope, false
-		return neg // a client-dependent group with no record for this client
+	ans.RRs, ans.Scope = r.walk(t, e, n, q, ans)
+	if len(ans.RRs) == 0 { // a client-dependent group with no record for this client
+		ans.Ns, ans.leafSet, ans.leaf, ans.resortSet = p.neg[zone], nil, nil, nil
+		return
 	}
 	if e.wild {
 		ans.RRs = rename(ans.RRs, name)
 	}
 	ans.chase = n == e.cname && q.Type != dns.TypeCNAME
-	return ans
 }
 
 // maxChase is how many CNAMEs a chase follows after the first, as CoreDNS's file
@@ -857,12 +1021,14 @@ func (r *Resolver) chase(t *table, q *Query, ans *Answer) {
 			break
 		}
 		if p.cuts != nil {
-			if ref, ok := r.referral(t, q, target, zone); ok {
+			var ref Answer
+			if r.referral(t, q, target, zone, &ref) {
 				ans.Ns, ans.Extra = ref.Ns, ref.Extra // the CNAME, and where its target is delegated
 				break
 			}
 		}
-		next := r.step(t, q, target, zone)
+		var next Answer
+		r.step(t, q, target, zone, &next)
 		if next.Pass && p.fall.Through(target) {
 			break // the next plugin's name: the client's resolver asks for it
 		}
@@ -894,7 +1060,8 @@ func (r *Resolver) glue(q *Query, ns []dns.RR) []dns.RR {
 		name := rr.(*dns.NS).Ns
 		for _, qt := range [...]uint16{dns.TypeA, dns.TypeAAAA} {
 			sub := Query{Name: name, Type: qt, Client: q.Client, Loc: q.Loc}
-			if a := r.resolve(&sub); !a.Pass && a.Rcode == dns.RcodeSuccess {
+			var a Answer
+			if r.resolve(&sub, &a); !a.Pass && a.Rcode == dns.RcodeSuccess {
 				for _, x := range a.RRs {
 					if x.Header().Rrtype == qt {
 						out = append(out, x)
@@ -961,7 +1128,7 @@ func (p *plan) lookup(name, zone string) *entry {
 // choices made.
 func (r *Resolver) walk(t *table, e *entry, n *node, q *Query, ans *Answer) (rrs []dns.RR, scope uint8) {
 	for {
-		st := &t.st[n.id]
+		st := t.state(n.id)
 		ans.leafSet = n.set
 		var i int32
 		switch {

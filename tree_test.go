@@ -406,7 +406,7 @@ func TestPublishSkipsUnchangedRouting(t *testing.T) {
 		t.Error("a first result alone recompiled the table, or the new snapshot was not taken")
 	}
 	r.Publish(health.NewSnapshot(3, map[string]health.Status{fp: {Seen: true, Down: true}}))
-	if got := r.table.Load(); &got.st[0] == &after.st[0] || got.st[got.plan.names["east.example.org."].a.id].ok[0] {
+	if got := r.table.Load(); &got.st[0] == &after.st[0] || got.state(got.plan.names["east.example.org."].a.id).ok[0] {
 		t.Error("a failed check did not recompile the table")
 	}
 }

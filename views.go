@@ -66,7 +66,7 @@ func (r *Resolver) Records() []view.Record {
 			if n.set != rs {
 				continue // another block at the name
 			}
-			st := &t.st[n.id]
+			st := t.state(n.id)
 			v := view.Record{Name: rs.Name, Type: dns.TypeToString[n.qtype], Policy: rs.Policy.String()}
 			if !n.dynHealth {
 				hv := st.healthy

@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/coredns/caddy"
+	"github.com/coredns/caddy/caddyfile"
 	"github.com/coredns/coredns/core/dnsserver"
 	"github.com/coredns/coredns/plugin/pkg/log"
 	"github.com/coredns/coredns/plugin/test"
@@ -29,21 +30,24 @@ import (
 
 func init() { log.Discard() }
 
-// server builds a CoreDNS server for zone example.org. whose block holds the one
-// plugin directive given (e.g. "whoami" or "healthroute { ... }"). OnStartup hooks do
-// not run: healthroute answers as if every check were new, that is healthy, which is
-// the steady state the dnsperf scenarios measure.
-func server(tb testing.TB, directive string) *dnsserver.Server {
+// server builds a CoreDNS server for zone example.org. whose block holds the plugin
+// directives given, in the order of the chain (e.g. "errors", then "whoami" or
+// "healthroute { ... }"), as the Corefile would. OnStartup hooks do not run:
+// healthroute answers as if every check were new, that is healthy, which is the
+// steady state the dnsperf scenarios measure.
+func server(tb testing.TB, directives ...string) *dnsserver.Server {
 	tb.Helper()
-	name := strings.Fields(directive)[0]
-	setup, err := caddy.DirectiveAction("dns", name)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	c := caddy.NewTestController("dns", directive)
+	c := caddy.NewTestController("dns", "")
 	c.ServerBlockKeys = []string{"example.org."}
-	if err := setup(c); err != nil {
-		tb.Fatal(err)
+	for _, d := range directives {
+		setup, err := caddy.DirectiveAction("dns", strings.Fields(d)[0])
+		if err != nil {
+			tb.Fatal(err)
+		}
+		c.Dispenser = caddyfile.NewDispenser("Testfile", strings.NewReader(d))
+		if err := setup(c); err != nil {
+			tb.Fatalf("%s: %v", d, err)
+		}
 	}
 	cfg := dnsserver.GetConfig(c)
 	cfg.Zone, cfg.Port = "example.org.", "53"
