@@ -82,6 +82,9 @@ func TestParseRefusesBadNumbers(t *testing.T) {
 		{"status NaN", "healthroute {\ncheck a http http://192.0.2.1/ {\nstatus NaN\n}\n}", 3, "status: invalid range 'NaN'"},
 		{"tcp port range", "healthroute {\ncheck a tcp 192.0.2.1:65536\n}", 2, "expected ADDRESS:PORT (port 1-65535)"},
 		{"url port range", "healthroute {\ncheck a http http://192.0.2.1:0/\n}", 2, "port '0', expected 1-65535"},
+		{"api port range", "healthroute {\napi 127.0.0.1:99999\n}", 2, "api: invalid address '127.0.0.1:99999', expected HOST:PORT"},
+		{"api port zero", "healthroute {\napi 127.0.0.1:0\n}", 2, "api: invalid address '127.0.0.1:0'"},
+		{"api port name", "healthroute {\napi 127.0.0.1:http\n}", 2, "api: invalid address '127.0.0.1:http'"},
 	})
 }
 

@@ -190,7 +190,7 @@ func client(w dns.ResponseWriter, r *dns.Msg) (cl netip.Prefix, ecs *dns.EDNS0_S
 				return netip.Prefix{}, nil, false
 			}
 			p, err := addr.Prefix(bits)
-			if err != nil {
+			if err != nil || p.Addr() != addr { // bits set past the source prefix (RFC 7871 section 6)
 				return netip.Prefix{}, nil, false
 			}
 			return p, e, true

@@ -75,13 +75,17 @@ func TestServeDNSClientSubnet(t *testing.T) {
 		want      string
 		wantScope int // -1: no ECS option expected
 	}{
-		{"ECS v4 /24 in a block", ecsQuery("net.example.org.", 1, net.ParseIP("192.0.2.77").To4(), 24, 0), dns.RcodeSuccess, "192.0.2.10", 24},
+		{"ECS v4 /24 in a block", ecsQuery("net.example.org.", 1, net.ParseIP("192.0.2.0").To4(), 24, 0), dns.RcodeSuccess, "192.0.2.10", 24},
 		{"ECS v6 /56 in a block", ecsQuery("net.example.org.", 2, net.ParseIP("2001:db8:1::"), 56, 0), dns.RcodeSuccess, "192.0.2.11", 32},                      // the whole /32 block answers alike
 		{"ECS v4 /16: too short for the /24 block", ecsQuery("net.example.org.", 1, net.ParseIP("192.0.0.0").To4(), 16, 0), dns.RcodeSuccess, "192.0.2.12", 24}, // RFC 7871 7.2.1: longer than the source
-		{"ECS IPv4-mapped in family 2", ecsQuery("net.example.org.", 2, net.ParseIP("::ffff:192.0.2.77"), 120, 0), dns.RcodeSuccess, "192.0.2.10", 120},
-		{"weighted answer: scope 0", ecsQuery("www.example.org.", 1, net.ParseIP("192.0.2.77").To4(), 24, 0), dns.RcodeSuccess, "192.0.2.1", 0},
+		{"ECS IPv4-mapped in family 2", ecsQuery("net.example.org.", 2, net.ParseIP("::ffff:192.0.2.0"), 120, 0), dns.RcodeSuccess, "192.0.2.10", 120},
+		{"weighted answer: scope 0", ecsQuery("www.example.org.", 1, net.ParseIP("192.0.2.0").To4(), 24, 0), dns.RcodeSuccess, "192.0.2.1", 0},
 		{"scope set in a query: FORMERR", ecsQuery("net.example.org.", 1, net.ParseIP("192.0.2.0").To4(), 24, 8), dns.RcodeFormatError, "", -1},
 		{"unknown family: FORMERR", ecsQuery("net.example.org.", 7, net.ParseIP("192.0.2.0").To4(), 24, 0), dns.RcodeFormatError, "", -1},
+		// RFC 7871 section 6: address bits set past the source prefix are a malformed option.
+		{"v4 address bits past the source prefix: FORMERR", ecsQuery("net.example.org.", 1, net.ParseIP("192.0.2.77").To4(), 24, 0), dns.RcodeFormatError, "", -1},
+		{"v6 address bits past the source prefix: FORMERR", ecsQuery("net.example.org.", 2, net.ParseIP("2001:db8:1::1"), 56, 0), dns.RcodeFormatError, "", -1},
+		{"IPv4-mapped address bits past the source prefix: FORMERR", ecsQuery("net.example.org.", 2, net.ParseIP("::ffff:192.0.2.77"), 120, 0), dns.RcodeFormatError, "", -1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

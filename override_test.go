@@ -56,3 +56,36 @@ func TestOverrideBodies(t *testing.T) {
 		}
 	}
 }
+
+// TestOverrideAuthScheme: the authorization scheme is case-insensitive (RFC 7235
+// section 2.1), so "bearer" and "BEARER" carry the token as "Bearer" does; another
+// scheme, a missing token or a wrong one gets 401 and changes nothing.
+func TestOverrideAuthScheme(t *testing.T) {
+	op, _ := statusServer(t, explainBlock)
+	token := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(token, []byte("0123456789abcdef0123\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	api := op.Handler(token)
+	for _, tc := range []struct {
+		auth string
+		code int
+	}{
+		{"Bearer 0123456789abcdef0123", 200},
+		{"bearer 0123456789abcdef0123", 200},
+		{"BEARER 0123456789abcdef0123", 200},
+		{"Basic 0123456789abcdef0123", 401},
+		{"Bearer", 401},
+		{"Bearer 0123456789abcdef0124", 401},
+		{"0123456789abcdef0123", 401},
+	} {
+		req := httptest.NewRequest(http.MethodPost, "/v1/checks/c1/override", strings.NewReader("none"))
+		req.Header.Set("Authorization", tc.auth)
+		req.Header.Set("Content-Type", "text/plain")
+		rec := httptest.NewRecorder()
+		api.ServeHTTP(rec, req)
+		if rec.Code != tc.code {
+			t.Errorf("Authorization %q: %d %s, want %d", tc.auth, rec.Code, rec.Body, tc.code)
+		}
+	}
+}

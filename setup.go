@@ -194,8 +194,8 @@ func parseAPI(c *caddy.Controller, args []string) (*APIConfig, error) {
 	if len(args) != 1 {
 		return nil, c.ArgErr()
 	}
-	if _, port, err := net.SplitHostPort(args[0]); err != nil || port == "" {
-		return nil, c.Errf("api: invalid address '%s', expected HOST:PORT such as 127.0.0.1:8053", args[0])
+	if _, port, err := net.SplitHostPort(args[0]); err != nil || !validPort(port) {
+		return nil, c.Errf("api: invalid address '%s', expected HOST:PORT (port 1-65535) such as 127.0.0.1:8053", args[0])
 	}
 	a := &APIConfig{Addr: args[0]}
 	opts := seen{}
@@ -468,11 +468,17 @@ func typeList(types []health.Type) string {
 	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
 
+// validPort reports whether p is a port number from 1 to 65535.
+func validPort(p string) bool {
+	n, err := strconv.Atoi(p)
+	return err == nil && n >= 1 && n <= 65535
+}
+
 // checkTarget validates a check's target for its type and returns it normalized.
 func checkTarget(typ health.Type, t string) (string, error) {
 	if typ == health.TCP {
 		host, port, err := net.SplitHostPort(t)
-		if n, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || n < 1 || n > 65535 {
+		if err != nil || host == "" || !validPort(port) {
 			return "", fmt.Errorf("expected ADDRESS:PORT (port 1-65535)")
 		}
 		return t, nil
@@ -492,10 +498,8 @@ func checkTarget(typ health.Type, t string) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("scheme '%s', expected %s", u.Scheme, strings.Join(schemes, " or "))
 	}
-	if p := u.Port(); p != "" {
-		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return "", fmt.Errorf("port '%s', expected 1-65535", p)
-		}
+	if p := u.Port(); p != "" && !validPort(p) {
+		return "", fmt.Errorf("port '%s', expected 1-65535", p)
 	}
 	return u.String(), nil
 }

@@ -159,6 +159,10 @@ func (s *server) getExplain(w http.ResponseWriter, r *http.Request) {
 			apiError(w, http.StatusBadRequest, "type: unknown record type '"+t+"'")
 			return
 		}
+		if qtype == dns.TypeAXFR || qtype == dns.TypeIXFR { // as ServeDNS: never answered here
+			apiError(w, http.StatusBadRequest, "type: "+dns.TypeToString[qtype]+" is not answered by healthroute: zone transfers go to the next plugin")
+			return
+		}
 	}
 	client, err := parseClient(qv.Get("client"))
 	if err != nil {
@@ -205,7 +209,11 @@ func parseClient(s string) (netip.Prefix, error) {
 		if err != nil {
 			return netip.Prefix{}, errors.New("expected IP or IP/PREFIX")
 		}
-		return netip.PrefixFrom(p.Addr().Unmap(), p.Bits()).Masked(), nil
+		a, bits := p.Addr(), p.Bits()
+		if a.Is4In6() && bits >= 96 { // an IPv4 client written as ::ffff:a.b.c.d, as DNS reads ECS
+			a, bits = a.Unmap(), bits-96
+		}
+		return netip.PrefixFrom(a, bits).Masked(), nil
 	}
 	a, err := netip.ParseAddr(s)
 	if err != nil {
@@ -239,8 +247,8 @@ func (s *server) postOverride(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusForbidden, fmt.Sprintf("overrides are disabled: the token file holds %d characters, expected at least %d", n, MinTokenLen))
 		return
 	}
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(strings.TrimSpace(string(want)))) != 1 {
+	scheme, got, ok := strings.Cut(r.Header.Get("Authorization"), " ") // the scheme is case-insensitive (RFC 7235)
+	if !ok || !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(strings.TrimSpace(string(want)))) != 1 {
 		s.logs.Errorf("auth", "api: refused an override of %q from %s: no valid bearer token", r.PathValue("name"), r.RemoteAddr)
 		w.Header().Set("WWW-Authenticate", `Bearer realm="healthroute"`)
 		apiError(w, http.StatusUnauthorized, "a valid bearer token is required")
