@@ -7,11 +7,13 @@ package bench
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"testing"
 
@@ -282,13 +284,23 @@ func BenchmarkDepth(b *testing.B) {
 	}
 }
 
+// heapProfile names the file BenchmarkMemoryPerName writes the heap profile of the
+// configured block to, each size's after the name: what each allocation site keeps.
+var heapProfile = flag.String("memory.heapprofile", "", "BenchmarkMemoryPerName: write the configured block's heap profile to this file, suffixed by the name count")
+
 // BenchmarkMemoryPerName reports the heap a configured name costs (three checked
 // weighted members per name; the checks are shared): B/name once the server block is
 // built, and B/name-queried once every name has been asked for, which adds each
 // member's answers_total series. It builds the block once whatever -benchtime says.
 //
 //	go test -run '^$' -bench MemoryPerName ./bench/
+//	go test -run '^$' -bench MemoryPerName/names=10000 ./bench/ -args -memory.heapprofile=/tmp/heap
+//	go tool pprof -sample_index=inuse_space -top /tmp/heap.10000
 func BenchmarkMemoryPerName(b *testing.B) {
+	if *heapProfile != "" {
+		defer func(rate int) { runtime.MemProfileRate = rate }(runtime.MemProfileRate)
+		runtime.MemProfileRate = 1 // every allocation, for exact bytes per name
+	}
 	for _, n := range []int{10000, 100000} {
 		b.Run(fmt.Sprintf("names=%d", n), func(b *testing.B) {
 			input := names(n)
@@ -298,6 +310,18 @@ func BenchmarkMemoryPerName(b *testing.B) {
 			s := server(b, input)
 			runtime.GC()
 			runtime.ReadMemStats(&built)
+			if *heapProfile != "" {
+				f, err := os.Create(fmt.Sprintf("%s.%d", *heapProfile, n))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+					b.Fatal(err)
+				}
+				if err := f.Close(); err != nil {
+					b.Fatal(err)
+				}
+			}
 			w := newPackWriter()
 			for i := range n {
 				s.ServeDNS(context.Background(), w, question(fmt.Sprintf("n%06d.example.org.", i), ""))
