@@ -148,11 +148,13 @@ type RecordSet struct {
 // Fields are ordered by size, one-byte fields last, so that the struct packs without
 // padding: a large configuration holds one per member.
 type Member struct {
-	Addrs  []netip.Addr // A and AAAA targets
-	RRs    []dns.RR     // other types: the values, named for the record set, TTL 0
-	Target string       // CNAME or alias target name, normalized
-	Check  *health.Spec // nil: no health check (always healthy)
-	ID     string       // set identifier
+	Addrs []netip.Addr // A and AAAA targets
+	Check *health.Spec // nil: no health check (always healthy)
+	ID    string       // set identifier
+
+	// Ref holds the target of a CNAME, alias or other-type member; nil for A and
+	// AAAA members, which do not carry it. Its fields are read only for those kinds.
+	*Ref
 
 	// Place holds the keys of the policies that place members (latency,
 	// geolocation, geoproximity, ip); nil for the others, whose members then do
@@ -167,6 +169,12 @@ type Member struct {
 	Weight  uint8  // weighted
 	Role    Role   // failover
 	Default bool   // ip and geolocation: the default member
+}
+
+// Ref is a member's target other than addresses.
+type Ref struct {
+	Target string   // CNAME or alias target name, normalized
+	RRs    []dns.RR // other types: the values, named for the record set, TTL 0
 }
 
 // Place is a member's key in a policy that places members.

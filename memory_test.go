@@ -15,7 +15,7 @@ func TestMemoryLayout(t *testing.T) {
 		name      string
 		size, max uintptr
 	}{
-		{"Member", unsafe.Sizeof(Member{}), 112},
+		{"Member", unsafe.Sizeof(Member{}), 80},
 		{"RecordSet", unsafe.Sizeof(RecordSet{}), 64},
 		{"node", unsafe.Sizeof(node{}), 112},
 		{"mnode", unsafe.Sizeof(mnode{}), 48},

@@ -396,7 +396,8 @@ func parseTarget(c *caddy.Controller, cfg *Config, rs *RecordSet, m *Member, a [
 		if !ok {
 			return nil, c.Errf("record %s: invalid %s target '%s', expected a domain name", rs.Name, a[0], a[1])
 		}
-		m.Target, a = t, a[2:]
+		m.Ref = &Ref{Target: t}
+		a = a[2:]
 		if m.Kind == KindAlias && len(a) > 0 && !isOption(a[0]) {
 			at := dns.StringToType[strings.ToUpper(a[0])]
 			if !aliasTypes[at] {
@@ -414,7 +415,7 @@ func parseTarget(c *caddy.Controller, cfg *Config, rs *RecordSet, m *Member, a [
 		}
 		return nil, c.Errf("record %s: unknown target type '%s', expected %s", rs.Name, a[0], targetTypes)
 	}
-	m.Kind, m.Type, a = KindRR, t, a[1:]
+	m.Kind, m.Type, m.Ref, a = KindRR, t, &Ref{}, a[1:]
 	zone := plugin.Zones(cfg.Zones).Matches(strings.TrimPrefix(rs.Name, "*."))
 	for len(a) > 0 && !isOption(a[0]) {
 		var rdata string
