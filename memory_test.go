@@ -27,9 +27,10 @@ func TestMemoryLayout(t *testing.T) {
 	}
 }
 
-// TestMemorySharing: names whose members point at the same addresses share them and
-// their default set identifiers; nodes in the same state share it; and what parse
-// kept for validate (check names, positions) is gone once the block is validated.
+// TestMemorySharing: names whose members point at the same addresses share them, their
+// default set identifiers and their A records' address bytes; nodes in the same state
+// share it; and what parse and the plan kept while building (check names, positions,
+// the maps that share) is gone once built.
 func TestMemorySharing(t *testing.T) {
 	block := `healthroute example.org. {
 		check c1 tcp 127.0.0.1:1
@@ -65,6 +66,12 @@ func TestMemorySharing(t *testing.T) {
 	st := func(name string) *nodeState {
 		tb := r.table.Load()
 		return tb.state(tb.plan.names[name].node(dns.TypeA).id)
+	}
+	ip := func(name string) *byte {
+		return &r.plan.names[name].a.members[0].ring[0].(*dns.A).A[0]
+	}
+	if ip("a.example.org.") != ip("b.example.org.") || r.plan.ips != nil {
+		t.Error("the plan's A records do not share their address bytes, or keep the map that shares them")
 	}
 	if st("a.example.org.") != st("b.example.org.") {
 		t.Error("nodes in the same state do not share it")

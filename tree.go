@@ -3,6 +3,7 @@ package healthroute
 import (
 	"encoding/binary"
 	"math/rand/v2"
+	"net"
 	"net/netip"
 	"slices"
 	"strings"
@@ -70,8 +71,8 @@ type leaf struct {
 	ring []dns.RR
 }
 
-func newLeaf(owner string, m *Member, ttl uint32) leaf {
-	rrs := leafRRs(owner, m, ttl)
+func newLeaf(owner string, m *Member, ttl uint32, al *leafAlloc) leaf {
+	rrs := leafRRs(owner, m, ttl, al)
 	if len(rrs) < 2 {
 		return leaf{ring: rrs}
 	}
@@ -138,7 +139,7 @@ func (e *entry) leaf(n *node, mn *mnode) *leaf {
 	if l, ok := e.aliased.Load(mn); ok {
 		return l.(*leaf)
 	}
-	l := newLeaf(e.name, mn.m, n.ttl) // the target's TTL, as Route 53 answers aliases
+	l := newLeaf(e.name, mn.m, n.ttl, nil) // the target's TTL, as Route 53 answers aliases
 	v, _ := e.aliased.LoadOrStore(mn, &l)
 	return v.(*leaf)
 }
@@ -167,6 +168,8 @@ type plan struct {
 	regions   []Region       // by id; Lat/Lon valid where hasCoords
 	hasCoords []bool
 	needsLoc  bool // some node ranks by the client's geoip location
+
+	ips map[netip.Addr]net.IP // while newPlan builds: the bytes of every address its leaves answer
 }
 
 // regionIDs numbers every region name the configuration knows.
@@ -193,7 +196,7 @@ func regionIDs(cfg *Config) map[string]int {
 func newPlan(cfg *Config) *plan {
 	p := &plan{ttl: cfg.TTL, zones: cfg.Zones, names: make(map[string]*entry, len(cfg.Records)), wild: map[string]*entry{},
 		exists: map[string]bool{}, soa: map[string][]dns.RR{}, neg: map[string][]dns.RR{}, ns: map[string][]dns.RR{},
-		fall: cfg.Fall, regionIDs: regionIDs(cfg)}
+		fall: cfg.Fall, regionIDs: regionIDs(cfg), ips: map[netip.Addr]net.IP{}}
 	p.regions = make([]Region, len(p.regionIDs))
 	p.hasCoords = make([]bool, len(p.regionIDs))
 	for n, id := range p.regionIDs {
@@ -286,6 +289,7 @@ func newPlan(cfg *Config) *plan {
 		}
 	}
 	p.index()
+	p.ips = nil // built
 	return p
 }
 
@@ -384,6 +388,7 @@ func (p *plan) build(rs *RecordSet, qtype uint16, sets map[string][]*RecordSet, 
 		return nil
 	}
 	n.members = make([]mnode, 0, size)
+	al := p.leafAlloc(rs, qtype)
 	for _, m := range rs.Members {
 		var mn mnode
 		switch {
@@ -401,7 +406,7 @@ func (p *plan) build(rs *RecordSet, qtype uint16, sets map[string][]*RecordSet, 
 				n.healthKids = append(n.healthKids, child)
 			}
 		case m.Type == qtype:
-			mn = mnode{m: m, leaf: newLeaf(rs.Name, m, n.ttl)}
+			mn = mnode{m: m, leaf: newLeaf(rs.Name, m, n.ttl, al)}
 		default:
 			continue
 		}
@@ -442,19 +447,86 @@ func (p *plan) build(rs *RecordSet, qtype uint16, sets map[string][]*RecordSet, 
 	return n
 }
 
-func leafRRs(owner string, m *Member, ttl uint32) []dns.RR {
+// leafAlloc builds a plan's leaves in fewer, fuller allocations: a record group's
+// address records come from one array, and the plan's leaves share one copy of each
+// address's bytes (answers are read-only). Leaves built after the plan, the copies
+// an aliasing name keeps, pass nil and allocate their own.
+type leafAlloc struct {
+	a    []dns.A
+	aaaa []dns.AAAA
+	ips  map[netip.Addr]net.IP
+}
+
+// leafAlloc returns the allocator for rs's leaves of qtype.
+func (p *plan) leafAlloc(rs *RecordSet, qtype uint16) *leafAlloc {
+	al := &leafAlloc{ips: p.ips}
+	k := 0
+	for _, m := range rs.Members {
+		if m.Kind != KindAlias && m.Type == qtype {
+			k += len(m.Addrs)
+		}
+	}
+	switch qtype {
+	case dns.TypeA:
+		al.a = make([]dns.A, k)
+	case dns.TypeAAAA:
+		al.aaaa = make([]dns.AAAA, k)
+	}
+	return al
+}
+
+// ip returns the bytes of a, shared by the plan's leaves.
+func (al *leafAlloc) ip(a netip.Addr) net.IP {
+	if al == nil {
+		return a.AsSlice()
+	}
+	ip, ok := al.ips[a]
+	if !ok {
+		ip = a.AsSlice()
+		al.ips[a] = ip
+	}
+	return ip
+}
+
+// next returns the next record of the array in s, or a new one when it is used up.
+func next[T any](s *[]T) *T {
+	if len(*s) == 0 {
+		return new(T)
+	}
+	r := &(*s)[0]
+	*s = (*s)[1:]
+	return r
+}
+
+func leafRRs(owner string, m *Member, ttl uint32, al *leafAlloc) []dns.RR {
 	var rrs []dns.RR
 	hdr := func(t uint16) dns.RR_Header {
 		return dns.RR_Header{Name: owner, Rrtype: t, Class: dns.ClassINET, Ttl: ttl}
 	}
 	switch m.Kind {
 	case KindA:
+		rrs = make([]dns.RR, 0, len(m.Addrs))
 		for _, a := range m.Addrs {
-			rrs = append(rrs, &dns.A{Hdr: hdr(dns.TypeA), A: a.AsSlice()})
+			var rr *dns.A
+			if al != nil {
+				rr = next(&al.a)
+			} else {
+				rr = new(dns.A)
+			}
+			*rr = dns.A{Hdr: hdr(dns.TypeA), A: al.ip(a)}
+			rrs = append(rrs, rr)
 		}
 	case KindAAAA:
+		rrs = make([]dns.RR, 0, len(m.Addrs))
 		for _, a := range m.Addrs {
-			rrs = append(rrs, &dns.AAAA{Hdr: hdr(dns.TypeAAAA), AAAA: a.AsSlice()})
+			var rr *dns.AAAA
+			if al != nil {
+				rr = next(&al.aaaa)
+			} else {
+				rr = new(dns.AAAA)
+			}
+			*rr = dns.AAAA{Hdr: hdr(dns.TypeAAAA), AAAA: al.ip(a)}
+			rrs = append(rrs, rr)
 		}
 	case KindCNAME:
 		rrs = append(rrs, &dns.CNAME{Hdr: hdr(dns.TypeCNAME), Target: m.Target})
