@@ -126,6 +126,7 @@ type SOAConfig struct {
 type APIConfig struct {
 	Addr      string // host:port to listen on
 	TokenFile string // bearer token for overrides; "" refuses overrides (403)
+	at        pos    // the api line, named when the listener cannot start
 }
 
 // Region is a named place, for latency and geoproximity.

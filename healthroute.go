@@ -267,9 +267,17 @@ func (h *HealthRoute) OnStartup() error {
 	sched.Acquire(specs)
 	h.stop = sched.Subscribe(h.resolver.Publish)
 	h.reg.op.Register(h)
-	if h.cfg.API != nil {
-		if err := h.reg.op.AcquireAPI(h.cfg.API.Addr, h.cfg.API.TokenFile); err != nil {
-			return plugin.Error(pluginName, fmt.Errorf("api %s: %w", h.cfg.API.Addr, err))
+	if a := h.cfg.API; a != nil {
+		if err := h.reg.op.AcquireAPI(a.Addr, a.TokenFile); err != nil {
+			// Undo the above, so a reload that fails here leaves nothing running
+			// for the old instance to share.
+			h.stop()
+			h.stop = nil
+			h.reg.op.Unregister(h)
+			h.dropCheckSeries()
+			sched.Release(specs)
+			h.reg.release(h.cfg)
+			return plugin.Error(pluginName, fmt.Errorf("%s:%d - api %s: %w", a.at.file, a.at.line, a.Addr, err))
 		}
 	}
 	if path := h.cfg.LatencyTable; path != "" {

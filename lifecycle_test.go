@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -132,4 +133,38 @@ func TestShutdownLeavesNoGoroutine(t *testing.T) {
 			buf := make([]byte, 1<<20)
 			return fmt.Sprintf("%d goroutines before, %d after:\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
 		})
+}
+
+// TestAPIAddressInUse: an api address another socket holds fails startup with the
+// Corefile line of the api property, and leaves nothing of the block running.
+func TestAPIAddressInUse(t *testing.T) {
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	h := testHandler(t, fmt.Sprintf(`healthroute {
+		api %s
+		check up tcp %s {
+			interval 100ms
+		}
+		record www.example.org. failover {
+			primary A 192.0.2.1 check up
+			secondary A 192.0.2.2
+		}
+	}`, held.Addr(), held.Addr()))
+	err = h.OnStartup()
+	if err == nil {
+		h.OnShutdown()
+		t.Fatal("OnStartup succeeded on an address in use")
+	}
+	if want := "Testfile:2 - api " + held.Addr().String(); !strings.Contains(err.Error(), want) {
+		t.Errorf("error %q, want it to contain %q", err, want)
+	}
+	if h.reg.scheduler() != nil {
+		t.Error("a failed startup left the scheduler running")
+	}
+	if got := h.reg.op.Blocks(); len(got) != 0 {
+		t.Errorf("a failed startup left %d blocks registered with the operator", len(got))
+	}
 }

@@ -6,39 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/miekg/dns"
 
 	"github.com/healthroute/healthroute/health/fleet"
 	"github.com/healthroute/healthroute/internal/coretest"
 )
-
-// fleetLimitFiles sets the open-file limit of process pid, as `ulimit -n` would
-// have before it started.
-func fleetLimitFiles(t *testing.T, pid int, n uint64) {
-	t.Helper()
-	lim := syscall.Rlimit{Cur: n, Max: n}
-	_, _, errno := syscall.RawSyscall6(syscall.SYS_PRLIMIT64, uintptr(pid), uintptr(syscall.RLIMIT_NOFILE), uintptr(unsafe.Pointer(&lim)), 0, 0, 0)
-	if errno != 0 {
-		t.Fatalf("prlimit %d: %v", pid, errno)
-	}
-}
-
-// fleetOpenFiles counts the open file descriptors of process pid.
-func fleetOpenFiles(pid int) int {
-	es, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
-	if err != nil {
-		return -1
-	}
-	return len(es)
-}
 
 // TestFleetIdleConnectionFlood opens 3,000 idle TCP connections to a member's gossip
 // port from 30 loopback addresses (no key is needed to connect) while the member
@@ -59,8 +37,10 @@ func TestFleetIdleConnectionFlood(t *testing.T) {
 	diag := func() string { return a.srv.Output() }
 	fleetWait(t, 10*time.Second, "dns-a counts both members", func() bool { n, _ := a.counted(); return n == 2 }, diag)
 	pid := a.srv.Cmd.Process.Pid
-	fleetLimitFiles(t, pid, 1024)
-	base := fleetOpenFiles(pid)
+	if _, err := coretest.Prlimit(pid, &syscall.Rlimit{Cur: 1024, Max: 1024}); err != nil {
+		t.Fatalf("prlimit %d: %v", pid, err)
+	}
+	base := coretest.OpenFiles(pid)
 
 	var mu sync.Mutex
 	var conns []net.Conn
@@ -114,7 +94,7 @@ func TestFleetIdleConnectionFlood(t *testing.T) {
 	q := new(dns.Msg)
 	q.SetQuestion("www.example.org.", dns.TypeA)
 	for time.Now().Before(window) { // a measuring window, not a wait for an event
-		peak = max(peak, fleetOpenFiles(pid))
+		peak = max(peak, coretest.OpenFiles(pid))
 		for _, c := range []*dns.Client{udp, tcp} {
 			r, _, err := c.Exchange(q, a.srv.Addr)
 			if err != nil || len(r.Answer) == 0 || !strings.Contains(r.Answer[0].String(), fleetPrimary) {

@@ -5,13 +5,11 @@ package test
 import (
 	"fmt"
 	"net"
-	"os"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/miekg/dns"
 	dto "github.com/prometheus/client_model/go"
@@ -19,27 +17,15 @@ import (
 	"github.com/healthroute/healthroute/internal/coretest"
 )
 
-// probingPrlimit sets the file descriptor limits of process pid to lim (nil: leave
-// them) and returns the previous ones.
-func probingPrlimit(pid int, lim *syscall.Rlimit) (syscall.Rlimit, error) {
-	var old syscall.Rlimit
-	_, _, errno := syscall.RawSyscall6(syscall.SYS_PRLIMIT64, uintptr(pid), syscall.RLIMIT_NOFILE,
-		uintptr(unsafe.Pointer(lim)), uintptr(unsafe.Pointer(&old)), 0, 0)
-	if errno != 0 {
-		return old, errno
-	}
-	return old, nil
-}
-
 // probingOpenFDs returns how many descriptors process pid has open. A limit of that
 // many plus n leaves at least n free: new descriptors take the lowest free numbers.
 func probingOpenFDs(t *testing.T, pid int) int {
 	t.Helper()
-	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
-	if err != nil {
-		t.Skipf("descriptors of the server not listed: %v", err)
+	n := coretest.OpenFiles(pid)
+	if n < 0 {
+		t.Skip("descriptors of the server not listed in /proc")
 	}
-	return len(ents)
+	return n
 }
 
 // probingAcceptor accepts connections on loopback and closes them: a healthy tcp
@@ -104,12 +90,12 @@ func TestProbingOutOfDescriptorsKeepsHealth(t *testing.T) {
 	}
 	m0 := probingWaitMetrics(t, metrics, 10*time.Second, "the check passes", func(m map[string]*dto.MetricFamily) bool { return pass(m) >= 1 })
 	pid := srv.Cmd.Process.Pid
-	old, err := probingPrlimit(pid, nil)
+	old, err := coretest.Prlimit(pid, nil)
 	if err != nil {
 		t.Skipf("prlimit: %v", err)
 	}
 	restore := func() {
-		if _, err := probingPrlimit(pid, &old); err != nil {
+		if _, err := coretest.Prlimit(pid, &old); err != nil {
 			t.Error(err)
 		}
 	}
@@ -133,7 +119,7 @@ func TestProbingOutOfDescriptorsKeepsHealth(t *testing.T) {
 	// 1. Filled by a flood of idle connections.
 	const room = 16
 	lim := syscall.Rlimit{Cur: uint64(probingOpenFDs(t, pid) + room), Max: old.Max} // the soft limit only
-	if _, err := probingPrlimit(pid, &lim); err != nil {
+	if _, err := coretest.Prlimit(pid, &lim); err != nil {
 		t.Skipf("prlimit: %v", err)
 	}
 	// Twice the room: the server accepts until it has no descriptor left, the rest
@@ -165,7 +151,7 @@ func TestProbingOutOfDescriptorsKeepsHealth(t *testing.T) {
 
 	// 2. No descriptor number left at all.
 	lim.Cur = 3
-	if _, err := probingPrlimit(pid, &lim); err != nil {
+	if _, err := coretest.Prlimit(pid, &lim); err != nil {
 		t.Fatal(err)
 	}
 	probingWaitOutput(t, srv.Output, skipLog, 5*time.Second)
@@ -216,7 +202,7 @@ func TestProbingRaisesSoftFDLimit(t *testing.T) {
 	}
 }`, port), port, "www.example.org")
 	}()
-	got, err := probingPrlimit(srv.Cmd.Process.Pid, nil)
+	got, err := coretest.Prlimit(srv.Cmd.Process.Pid, nil)
 	if err != nil {
 		t.Skipf("prlimit: %v", err)
 	}
