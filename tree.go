@@ -139,7 +139,7 @@ func (e *entry) leaf(n *node, mn *mnode) *leaf {
 	if l, ok := e.aliased.Load(mn); ok {
 		return l.(*leaf)
 	}
-	l := newLeaf(e.name, mn.m, n.ttl, nil) // the target's TTL, as Route 53 answers aliases
+	l := newLeaf(e.name, mn.m, n.ttl, &leafAlloc{}) // the target's TTL, as Route 53 answers aliases
 	v, _ := e.aliased.LoadOrStore(mn, &l)
 	return v.(*leaf)
 }
@@ -450,7 +450,7 @@ func (p *plan) build(rs *RecordSet, qtype uint16, sets map[string][]*RecordSet, 
 // leafAlloc builds a plan's leaves in fewer, fuller allocations: a record group's
 // address records come from one array, and the plan's leaves share one copy of each
 // address's bytes (answers are read-only). Leaves built after the plan, the copies
-// an aliasing name keeps, pass nil and allocate their own.
+// an aliasing name keeps, use an empty one and allocate their own.
 type leafAlloc struct {
 	a    []dns.A
 	aaaa []dns.AAAA
@@ -477,7 +477,7 @@ func (p *plan) leafAlloc(rs *RecordSet, qtype uint16) *leafAlloc {
 
 // ip returns the bytes of a, shared by the plan's leaves.
 func (al *leafAlloc) ip(a netip.Addr) net.IP {
-	if al == nil {
+	if al.ips == nil {
 		return a.AsSlice()
 	}
 	ip, ok := al.ips[a]
@@ -504,29 +504,18 @@ func leafRRs(owner string, m *Member, ttl uint32, al *leafAlloc) []dns.RR {
 		return dns.RR_Header{Name: owner, Rrtype: t, Class: dns.ClassINET, Ttl: ttl}
 	}
 	switch m.Kind {
-	case KindA:
+	case KindA, KindAAAA:
 		rrs = make([]dns.RR, 0, len(m.Addrs))
 		for _, a := range m.Addrs {
-			var rr *dns.A
-			if al != nil {
-				rr = next(&al.a)
+			if m.Kind == KindA {
+				rr := next(&al.a)
+				*rr = dns.A{Hdr: hdr(dns.TypeA), A: al.ip(a)}
+				rrs = append(rrs, rr)
 			} else {
-				rr = new(dns.A)
+				rr := next(&al.aaaa)
+				*rr = dns.AAAA{Hdr: hdr(dns.TypeAAAA), AAAA: al.ip(a)}
+				rrs = append(rrs, rr)
 			}
-			*rr = dns.A{Hdr: hdr(dns.TypeA), A: al.ip(a)}
-			rrs = append(rrs, rr)
-		}
-	case KindAAAA:
-		rrs = make([]dns.RR, 0, len(m.Addrs))
-		for _, a := range m.Addrs {
-			var rr *dns.AAAA
-			if al != nil {
-				rr = next(&al.aaaa)
-			} else {
-				rr = new(dns.AAAA)
-			}
-			*rr = dns.AAAA{Hdr: hdr(dns.TypeAAAA), AAAA: al.ip(a)}
-			rrs = append(rrs, rr)
 		}
 	case KindCNAME:
 		rrs = append(rrs, &dns.CNAME{Hdr: hdr(dns.TypeCNAME), Target: m.Target})
