@@ -142,7 +142,8 @@ func (s *Scheduler) Start(ctx context.Context) {
 	}
 }
 
-// Stop cancels every probe and waits for every goroutine the scheduler started.
+// Stop cancels every probe, waits for every goroutine the scheduler started and
+// closes the descriptors Start reserved for probes.
 func (s *Scheduler) Stop() {
 	s.mu.Lock()
 	if s.cancel != nil {
@@ -150,6 +151,7 @@ func (s *Scheduler) Stop() {
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
+	fdReserve.drain()
 }
 
 // Acquire adds a reference to each probed spec, starting the ones not yet running.
