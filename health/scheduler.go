@@ -805,14 +805,12 @@ func (l *limiter) release() {
 	l.mu.Unlock()
 }
 
-// resize sets the bound to n and returns the previous one.
-func (l *limiter) resize(n int) int {
+// resize sets the bound to n, granting waiters the slots a raise frees.
+func (l *limiter) resize(n int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	old := l.limit
 	l.limit = n
 	l.grantLocked()
-	return old
 }
 
 func (l *limiter) grantLocked() {
