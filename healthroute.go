@@ -299,6 +299,7 @@ func (h *HealthRoute) OnStartup() error {
 			}
 		}
 	}
+	h.reg.started(h)
 	if parsed.Swap(false) {
 		debug.FreeOSMemory()
 	}
@@ -308,6 +309,7 @@ func (h *HealthRoute) OnStartup() error {
 // OnShutdown releases what OnStartup acquired; on reload it runs after the new
 // instance's OnStartup, so unchanged checks keep running.
 func (h *HealthRoute) OnShutdown() error {
+	h.reg.commitReload()
 	if h.stop == nil {
 		return nil
 	}

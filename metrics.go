@@ -143,15 +143,6 @@ func (c *answerCounter) get(labels ...string) *atomic.Uint64 {
 	return n
 }
 
-// delete drops the series of labels (tests).
-func (c *answerCounter) delete(labels ...string) {
-	var key [4]string
-	copy(key[:], labels)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.series, key)
-}
-
 // Describe implements prometheus.Collector.
 func (c *answerCounter) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 

@@ -150,3 +150,12 @@ func TestAnswerCounters(t *testing.T) {
 		}
 	}
 }
+
+// delete drops the series of labels, for tests that create series of their own.
+func (c *answerCounter) delete(labels ...string) {
+	var key [4]string
+	copy(key[:], labels)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.series, key)
+}

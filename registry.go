@@ -21,6 +21,14 @@ type registry struct {
 	sched *health.Scheduler
 	op    operator.Operator // blocks, overrides and API listeners
 	fl    *fleet.Fleet      // nil without a fleet
+
+	// A reload starts the new instance's blocks before it knows it will succeed;
+	// when a later block (ours or another plugin's) fails to start, caddy discards
+	// the new instance without shutting down the blocks it started. pending holds
+	// those, from the old instance's OnRestart until its OnShutdown (success) or
+	// OnRestartFailed (undo them).
+	reloading bool
+	pending   []*HealthRoute
 }
 
 // shared is the registry of the running process. Tests build their own.
@@ -114,4 +122,44 @@ func (r *registry) release(cfg *Config) {
 			r.fl = nil
 		}
 	}
+}
+
+// beginReload is the running instance's OnRestart: blocks started from now on
+// belong to the new instance until it has taken over.
+func (r *registry) beginReload() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.reloading, r.pending = true, nil
+	return nil
+}
+
+// started notes h, started by OnStartup, as the new instance's while a reload runs.
+func (r *registry) started(h *HealthRoute) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.reloading {
+		r.pending = append(r.pending, h)
+	}
+}
+
+// commitReload is the old instance's OnShutdown: the new instance has taken over,
+// its blocks are no longer pending.
+func (r *registry) commitReload() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.reloading, r.pending = false, nil
+}
+
+// abortReload is the running instance's OnRestartFailed: it shuts down the blocks
+// the failed reload started, which caddy discards without their OnShutdown, so
+// that they neither keep probing nor show on the API.
+func (r *registry) abortReload() error {
+	r.mu.Lock()
+	pending := r.pending
+	r.reloading, r.pending = false, nil
+	r.mu.Unlock()
+	for _, h := range pending {
+		h.OnShutdown()
+	}
+	return nil
 }

@@ -38,6 +38,8 @@ func setup(c *caddy.Controller) error {
 	h := New(cfg)
 	c.OnStartup(h.OnStartup)   // acquire shared state, start probing; never in parse
 	c.OnShutdown(h.OnShutdown) // on reload this runs after the new instance started
+	c.OnRestart(h.reg.beginReload)
+	c.OnRestartFailed(h.reg.abortReload) // caddy does not shut down a failed reload's blocks
 	dnsserver.GetConfig(c).AddPlugin(func(n plugin.Handler) plugin.Handler { h.Next = n; return h })
 	return nil
 }

@@ -224,6 +224,17 @@ func (r *reserve) fill() {
 	}
 }
 
+// drain closes every reserved descriptor: the last scheduler stopped, no probe
+// will take one.
+func (r *reserve) drain() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, f := range r.files {
+		f.Close()
+	}
+	r.files = nil
+}
+
 // size reports how many descriptors the reserve holds.
 func (r *reserve) size() int {
 	r.mu.Lock()

@@ -347,3 +347,20 @@ func TestIsLocal(t *testing.T) {
 		}
 	}
 }
+
+// TestStopClosesReserve: the descriptors Start reserves for probes are closed by
+// Stop, so a server whose last healthroute block is gone holds none of them.
+func TestStopClosesReserve(t *testing.T) {
+	s := &Scheduler{NewChecker: func(*Spec) (Checker, error) {
+		return CheckFunc(func(context.Context) error { return nil }), nil
+	}}
+	s.Acquire([]*Spec{testSpec("a", time.Second, 1, 1)})
+	s.Start(t.Context())
+	if n := fdReserve.size(); n != ReserveFDs {
+		t.Fatalf("reserve holds %d after Start; want %d", n, ReserveFDs)
+	}
+	s.Stop()
+	if n := fdReserve.size(); n != 0 {
+		t.Errorf("reserve holds %d after Stop; want 0", n)
+	}
+}

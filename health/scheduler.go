@@ -142,7 +142,8 @@ func (s *Scheduler) Start(ctx context.Context) {
 	}
 }
 
-// Stop cancels every probe and waits for every goroutine the scheduler started.
+// Stop cancels every probe, waits for every goroutine the scheduler started and
+// closes the descriptors Start reserved for probes.
 func (s *Scheduler) Stop() {
 	s.mu.Lock()
 	if s.cancel != nil {
@@ -150,6 +151,7 @@ func (s *Scheduler) Stop() {
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
+	fdReserve.drain()
 }
 
 // Acquire adds a reference to each probed spec, starting the ones not yet running.
@@ -803,14 +805,12 @@ func (l *limiter) release() {
 	l.mu.Unlock()
 }
 
-// resize sets the bound to n and returns the previous one.
-func (l *limiter) resize(n int) int {
+// resize sets the bound to n, granting waiters the slots a raise frees.
+func (l *limiter) resize(n int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	old := l.limit
 	l.limit = n
 	l.grantLocked()
-	return old
 }
 
 func (l *limiter) grantLocked() {

@@ -52,6 +52,7 @@ const (
 	LAN                // members in one network: memberlist.DefaultLANConfig
 )
 
+// String returns the profile as the Corefile writes it: "wan" or "lan".
 func (p Profile) String() string {
 	if p == LAN {
 		return "lan"

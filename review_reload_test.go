@@ -1,0 +1,94 @@
+package healthroute
+
+import (
+	"fmt"
+	"net"
+	"slices"
+	"testing"
+
+	"github.com/healthroute/healthroute/operator"
+)
+
+// TestReviewFailedReloadUndone follows caddy's Restart: the running instance's
+// OnRestart, the new instance's OnStartup block by block, then either the old
+// instance's OnShutdown (success) or, when a startup fails, the old instance's
+// OnRestartFailed, with no OnShutdown for the new blocks that did start. Those
+// must be shut down by the registry: otherwise they keep their checks probing and
+// stay on the API, overrides and all, for the life of the process.
+func TestReviewFailedReloadUndone(t *testing.T) {
+	target, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer target.Close()
+	held, err := net.Listen("tcp", "127.0.0.1:0") // the api address the second new block cannot take
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	block := func(check, api string) *HealthRoute {
+		t.Helper()
+		h := testHandler(t, fmt.Sprintf(`healthroute {
+			%s
+			check %s tcp %s
+			record www.example.org. failover {
+				primary A 192.0.2.1 check %s
+				secondary A 192.0.2.2
+			}
+		}`, api, check, target.Addr(), check))
+		return h
+	}
+	refs := func(reg *registry) int { reg.mu.Lock(); defer reg.mu.Unlock(); return reg.refs }
+	registered := func(reg *registry, h *HealthRoute) bool {
+		return slices.ContainsFunc(reg.op.Blocks(), func(b operator.Block) bool { return b == h })
+	}
+
+	t.Run("failed", func(t *testing.T) {
+		old := block("up", "")
+		reg := old.reg
+		if err := old.OnStartup(); err != nil {
+			t.Fatal(err)
+		}
+		defer old.OnShutdown()
+		reg.beginReload()
+		first, second := block("new", ""), block("other", "api "+held.Addr().String())
+		first.reg, second.reg = reg, reg
+		if err := first.OnStartup(); err != nil {
+			t.Fatal(err)
+		}
+		if err := second.OnStartup(); err == nil {
+			second.OnShutdown()
+			t.Fatal("the second block started on an address in use")
+		}
+		reg.abortReload()
+		if registered(reg, first) {
+			t.Error("a block of the failed reload is still registered with the operator")
+		}
+		if !registered(reg, old) {
+			t.Error("the running block was unregistered by the failed reload")
+		}
+		if n := refs(reg); n != 1 {
+			t.Errorf("registry holds %d references after the failed reload, want the running block's 1", n)
+		}
+	})
+
+	t.Run("succeeded", func(t *testing.T) {
+		old := block("up", "")
+		reg := old.reg
+		if err := old.OnStartup(); err != nil {
+			t.Fatal(err)
+		}
+		reg.beginReload()
+		next := block("new", "")
+		next.reg = reg
+		if err := next.OnStartup(); err != nil {
+			t.Fatal(err)
+		}
+		defer next.OnShutdown()
+		old.OnShutdown()  // the new instance took over
+		reg.abortReload() // a later failure (another plugin's OnShutdown) must not undo it
+		if !registered(reg, next) || refs(reg) != 1 {
+			t.Errorf("the reloaded block was shut down after it took over (registered %t, %d references)", registered(reg, next), refs(reg))
+		}
+	})
+}
