@@ -29,6 +29,7 @@ const (
 var policyNames = [...]string{Simple: "simple", Weighted: "weighted", Latency: "latency", Failover: "failover",
 	Geolocation: "geolocation", Geoproximity: "geoproximity", Multivalue: "multivalue", IPBased: "ip"}
 
+// String returns the policy's Corefile spelling.
 func (p Policy) String() string {
 	if int(p) < len(policyNames) {
 		return policyNames[p]
@@ -50,7 +51,16 @@ const (
 
 var kindNames = [...]string{KindA: "A", KindAAAA: "AAAA", KindCNAME: "CNAME", KindAlias: "alias", KindRR: "RR"}
 
-func (k Kind) String() string { return kindNames[k] }
+// String returns the kind as a Corefile target is written ("A", "alias", ...).
+func (k Kind) String() string {
+	if int(k) < len(kindNames) && kindNames[k] != "" {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
+}
+
+// maxWeighted is how many members one weighted group may have, as on Route 53.
+const maxWeighted = 100
 
 // Role is a failover member's role.
 type Role uint8

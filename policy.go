@@ -162,7 +162,7 @@ func geoLevel(mn *mnode, loc *Location) int {
 // weighted picks in a weighted node whose members' health depends on the client:
 // the same rules as the static case (docs/routing.md#weighted), evaluated for q.
 func (r *Resolver) weighted(t *table, n *node, q *Query) int32 {
-	var ok [128]bool // weighted groups have at most 100 members
+	var ok [maxWeighted]bool // on the stack: a weighted group's members
 	var sum uint64
 	zero := 0
 	for i := range n.members {

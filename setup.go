@@ -6,7 +6,6 @@ import (
 	"math"
 	"net"
 	"net/url"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -212,11 +211,11 @@ func parseAPI(c *caddy.Controller, args []string) (*APIConfig, error) {
 				return err
 			}
 			path := rootPath(c, f)
-			tok, err := os.ReadFile(path)
+			tok, err := operator.ReadToken(path)
 			if err != nil {
 				return c.Errf("api: token_file: %v", err)
 			}
-			if n := len(strings.TrimSpace(string(tok))); n < operator.MinTokenLen {
+			if n := len(tok); n < operator.MinTokenLen {
 				return c.Errf("api: token_file: %s holds a token of %d characters, expected at least %d (openssl rand -base64 32 prints one)", path, n, operator.MinTokenLen)
 			}
 			a.TokenFile = path

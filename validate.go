@@ -191,8 +191,8 @@ func validateGroup(parsed *parseState, rs *RecordSet, t string, group []*Member)
 			return parsed.setPos[rs].errorf("record %s: failover %s group has no primary", rs.Name, t)
 		}
 	case Weighted:
-		if len(group) > 100 {
-			return parsed.pos[group[100]].errorf("record %s: at most 100 weighted members per type, found %d", rs.Name, len(group))
+		if len(group) > maxWeighted {
+			return parsed.pos[group[maxWeighted]].errorf("record %s: at most %d weighted members per type, found %d", rs.Name, maxWeighted, len(group))
 		}
 	case Latency:
 		seen := map[string]bool{}

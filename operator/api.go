@@ -227,6 +227,28 @@ func parseClient(s string) (netip.Prefix, error) {
 // an override request finding one (a file emptied or rewritten since) is refused.
 const MinTokenLen = 16
 
+// maxTokenFile bounds what ReadToken reads: a token is a line, not a file's worth.
+const maxTokenFile = 4 << 10
+
+// ReadToken returns the bearer token in the file at path, trimmed of white space. A
+// file over 4 KiB is refused unread past that, so a wrong path (a log, a device)
+// cannot make every override request read without bound.
+func ReadToken(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxTokenFile+1))
+	if err != nil {
+		return "", err
+	}
+	if len(b) > maxTokenFile {
+		return "", fmt.Errorf("%s is over %d bytes, expected one token", path, maxTokenFile)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
 // postOverride handles POST /v1/checks/NAME/override with healthy, unhealthy or none
 // (as the body, or the form field state), authorised by the bearer token.
 func (s *server) postOverride(w http.ResponseWriter, r *http.Request) {
@@ -237,18 +259,18 @@ func (s *server) postOverride(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusForbidden, "overrides are disabled: no token_file is configured")
 		return
 	}
-	want, err := os.ReadFile(path)
+	want, err := ReadToken(path)
 	if err != nil {
 		s.logs.Errorf("token", "api: token_file: %v", err)
 		apiError(w, http.StatusForbidden, "overrides are disabled: the token file cannot be read")
 		return
 	}
-	if n := len(strings.TrimSpace(string(want))); n < MinTokenLen { // emptied or shortened since startup: never matches
+	if n := len(want); n < MinTokenLen { // emptied or shortened since startup: never matches
 		apiError(w, http.StatusForbidden, fmt.Sprintf("overrides are disabled: the token file holds %d characters, expected at least %d", n, MinTokenLen))
 		return
 	}
 	scheme, got, ok := strings.Cut(r.Header.Get("Authorization"), " ") // the scheme is case-insensitive (RFC 7235)
-	if !ok || !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(strings.TrimSpace(string(want)))) != 1 {
+	if !ok || !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(want)) != 1 {
 		s.logs.Errorf("auth", "api: refused an override of %q from %s: no valid bearer token", r.PathValue("name"), r.RemoteAddr)
 		w.Header().Set("WWW-Authenticate", `Bearer realm="healthroute"`)
 		apiError(w, http.StatusUnauthorized, "a valid bearer token is required")
