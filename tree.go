@@ -1077,7 +1077,7 @@ func (r *Resolver) apex(t *table, q *Query, zone string, ans *Answer) bool {
 		return true
 	case dns.TypeNS:
 		if ns := p.ns[zone]; ns != nil {
-			*ans = Answer{Rcode: dns.RcodeSuccess, RRs: ns, Extra: r.glue(q, ns), Zone: zone, Pass: true}
+			*ans = Answer{Rcode: dns.RcodeSuccess, RRs: ns, Extra: r.glue(t, q, ns, zone), Zone: zone, Pass: true}
 			return true
 		}
 	}
@@ -1241,21 +1241,10 @@ func inChain(chain []dns.RR, name string) bool {
 
 // glue returns the A and AAAA answers, for q's client, of the in-zone name servers
 // in ns.
-func (r *Resolver) glue(q *Query, ns []dns.RR) []dns.RR {
+func (r *Resolver) glue(t *table, q *Query, ns []dns.RR, zone string) []dns.RR {
 	var out []dns.RR
 	for _, rr := range ns {
-		name := rr.(*dns.NS).Ns
-		for _, qt := range [...]uint16{dns.TypeA, dns.TypeAAAA} {
-			sub := Query{Name: name, Type: qt, Client: q.Client, Loc: q.Loc}
-			var a Answer
-			if r.resolve(&sub, &a); !a.Pass && a.Rcode == dns.RcodeSuccess {
-				for _, x := range a.RRs {
-					if x.Header().Rrtype == qt {
-						out = append(out, x)
-					}
-				}
-			}
-		}
+		out = append(out, r.addrs(t, q, rr.(*dns.NS).Ns, zone)...)
 	}
 	return out
 }
