@@ -89,6 +89,7 @@ type Config struct {
 	Fall         fall.F
 	Regions      map[string]Region
 	LatencyTable string                  // path of the latency CSV, "" for none
+	latency      *latencyTable           // the table parse loaded, taken by the first Resolver
 	API          *APIConfig              // nil: no HTTP API
 	Checks       map[string]*health.Spec // by name
 	Records      []*RecordSet            // in Corefile order

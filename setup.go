@@ -148,9 +148,11 @@ func parse(c *caddy.Controller) (*Config, error) {
 		return nil, err
 	}
 	if cfg.LatencyTable != "" {
-		if _, err := loadLatencyTable(cfg.LatencyTable, regionIDs(cfg)); err != nil {
+		t, err := loadLatencyTable(cfg.LatencyTable, regionIDs(cfg))
+		if err != nil {
 			return nil, tablePos.errorf("latency_table: %v", err)
 		}
+		cfg.latency = t
 	}
 	return cfg, nil
 }

@@ -960,11 +960,15 @@ type Resolver struct {
 func NewResolver(cfg *Config) *Resolver {
 	r := &Resolver{plan: newPlan(cfg), cfg: cfg}
 	r.onPublish = r.observePublication
-	if cfg.LatencyTable != "" {
+	switch {
+	case cfg.latency != nil: // parse loaded it; the watcher replaces it from here on
+		r.latency.Store(cfg.latency)
+		cfg.latency = nil
+	case cfg.LatencyTable != "": // a Config built without parse
 		if t, err := loadLatencyTable(cfg.LatencyTable, r.plan.regionIDs); err == nil {
 			r.latency.Store(t)
 		} else {
-			log.Errorf("latency_table: %v", err) // parse loaded it a moment ago
+			log.Errorf("latency_table: %v", err)
 		}
 	}
 	r.table.Store(compile(r.plan, nil, nil)) // no metrics or logs: setup may still fail
