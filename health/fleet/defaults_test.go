@@ -278,8 +278,12 @@ func TestLossyLinksKeepCounting(t *testing.T) {
 		<-tick.C
 	}
 	n.lossy(0)
-	if short > 0 {
-		t.Errorf("with half the datagrams lost, %d of %d samples counted fewer than 3 members", short, samples)
+	// Loss is random: five beats in a row can miss one member (with their relays),
+	// more often on a loaded machine, where a beat also waits for the CPU. Most runs
+	// count all three throughout; one sample in 20 is the bound README states.
+	t.Logf("with half the datagrams lost, %d of %d samples counted fewer than 3 members", short, samples)
+	if short*20 > samples {
+		t.Errorf("with half the datagrams lost, %d of %d samples counted fewer than 3 members, want at most 5%%", short, samples)
 	}
 }
 
