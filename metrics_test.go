@@ -3,7 +3,6 @@ package healthroute
 import (
 	"context"
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
@@ -12,34 +11,15 @@ import (
 	"github.com/coredns/coredns/plugin/test"
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
-	dto "github.com/prometheus/client_model/go"
 
 	"github.com/healthroute/healthroute/health"
+	"github.com/healthroute/healthroute/internal/coretest"
 )
 
-const metricPrefix = "coredns_healthroute_"
+const metricPrefix = coretest.MetricPrefix
 
-// lintFamilies lints the healthroute families of fams and fails on any problem.
-func lintFamilies(t *testing.T, fams []*dto.MetricFamily) {
-	t.Helper()
-	var ours []*dto.MetricFamily
-	for _, mf := range fams {
-		if strings.HasPrefix(mf.GetName(), metricPrefix) {
-			ours = append(ours, mf)
-		}
-	}
-	if len(ours) == 0 {
-		t.Fatal("no coredns_healthroute_ families to lint")
-	}
-	problems, err := promlint.NewWithMetricFamilies(ours).Lint()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range problems {
-		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
-	}
-}
+// lintFamilies lints the healthroute metric families (coretest.LintFamilies).
+var lintFamilies = coretest.LintFamilies
 
 // TestMetricsLint lints every metric of the package, each vector given one series.
 func TestMetricsLint(t *testing.T) {

@@ -11,34 +11,22 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/healthroute/healthroute/internal/coretest"
 	"github.com/healthroute/healthroute/view"
 )
 
 // metricPrefix starts every healthroute metric family name.
-const metricPrefix = "coredns_healthroute_"
+const metricPrefix = coretest.MetricPrefix
 
 // httpClient talks to the servers the tests start, on loopback only.
 var httpClient = &http.Client{Timeout: 5 * time.Second}
 
-// waitUntil polls cond every 50 ms until it holds, failing the test after within.
-// detail says what was seen last, for the failure message.
-func waitUntil(t *testing.T, within time.Duration, what string, cond func() bool, detail func() string) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s\n%s", what, within, detail())
-		}
-		<-tick.C
-	}
-}
+// waitUntil polls a condition until it holds or the test fails (coretest.WaitUntil).
+var waitUntil = coretest.WaitUntil
 
 // httpDo sends one request and returns the status and body.
 func httpDo(t *testing.T, method, url, token, body string) (int, string) {
@@ -162,26 +150,8 @@ func series(fams map[string]*dto.MetricFamily, name string) string {
 	return b.String()
 }
 
-// lintFamilies lints the healthroute families of fams and fails on any problem.
-func lintFamilies(t *testing.T, fams []*dto.MetricFamily) {
-	t.Helper()
-	var ours []*dto.MetricFamily
-	for _, mf := range fams {
-		if strings.HasPrefix(mf.GetName(), metricPrefix) {
-			ours = append(ours, mf)
-		}
-	}
-	if len(ours) == 0 {
-		t.Fatal("no coredns_healthroute_ families to lint")
-	}
-	problems, err := promlint.NewWithMetricFamilies(ours).Lint()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range problems {
-		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
-	}
-}
+// lintFamilies lints the healthroute metric families (coretest.LintFamilies).
+var lintFamilies = coretest.LintFamilies
 
 // writeFile writes content to a file named name in a fresh temporary directory and
 // returns its path.
