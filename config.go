@@ -112,18 +112,45 @@ type parseState struct {
 	pos        map[*Member]pos    // where each member was written, for validate's errors
 	setPos     map[*RecordSet]pos // and each record block
 	// One copy of the values that members repeat across names, for members to share:
-	// single addresses, and default set identifiers.
-	addrs map[netip.Addr][]netip.Addr
-	ids   map[string]string
+	// targets (by key, see share), and default set identifiers.
+	refs map[string]*Ref
+	ids  map[string]string
+	key  []byte // share's scratch
+	// Where the members and the record sets' lists of them come from.
+	members slab[Member]
+	lists   slab[*Member]
 }
 
 // state returns cfg's parse state, creating it.
 func (cfg *Config) state() *parseState {
 	if cfg.parsing == nil {
 		cfg.parsing = &parseState{checkNames: map[*Member]string{}, pos: map[*Member]pos{}, setPos: map[*RecordSet]pos{},
-			addrs: map[netip.Addr][]netip.Addr{}, ids: map[string]string{}}
+			refs: map[string]*Ref{}, ids: map[string]string{}}
 	}
 	return cfg.parsing
+}
+
+// share returns the one Ref of the addresses or the target name r holds (not other
+// types' values, which are named for their record set), keeping r as it for the
+// members to come.
+func (ps *parseState) share(r Ref) *Ref {
+	k := ps.key[:0]
+	if r.Addrs == nil {
+		k = append(append(k, 'n'), r.Target...)
+	} else {
+		k = append(k, 'a')
+		for _, a := range r.Addrs {
+			b := a.As16()
+			k = append(append(k, boolByte(a.Is4())), b[:]...)
+		}
+	}
+	ps.key = k
+	if v, ok := ps.refs[string(k)]; ok {
+		return v
+	}
+	v := &r
+	ps.refs[string(k)] = v
+	return v
 }
 
 // SOAConfig is the `soa MNAME RNAME [SERIAL REFRESH RETRY EXPIRE MINIMUM]` property,
@@ -160,12 +187,11 @@ type RecordSet struct {
 // Fields are ordered by size, one-byte fields last, so that the struct packs without
 // padding: a large configuration holds one per member.
 type Member struct {
-	Addrs []netip.Addr // A and AAAA targets
 	Check *health.Spec // nil: no health check (always healthy)
 	ID    string       // set identifier
 
-	// Ref holds the target of a CNAME, alias or other-type member; nil for A and
-	// AAAA members, which do not carry it. Its fields are read only for those kinds.
+	// Ref is the member's target, never nil once parsed. Members with the same
+	// addresses or target name share one (the plan keeps them all): read-only.
 	*Ref
 
 	// Place holds the keys of the policies that place members (latency,
@@ -183,10 +209,11 @@ type Member struct {
 	Default bool   // ip and geolocation: the default member
 }
 
-// Ref is a member's target other than addresses.
+// Ref is a member's target: the field its Kind reads.
 type Ref struct {
-	Target string   // CNAME or alias target name, normalized
-	RRs    []dns.RR // other types: the values, named for the record set, TTL 0
+	Addrs  []netip.Addr // A and AAAA targets
+	Target string       // CNAME or alias target name, normalized
+	RRs    []dns.RR     // other types: the values, named for the record set, TTL 0
 }
 
 // Place is a member's key in a policy that places members.

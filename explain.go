@@ -46,7 +46,7 @@ func (r *Resolver) explain(t *table, n *node, q *Query, chosen int32) {
 		case Geolocation:
 			applies = geoLevel(mn, &q.Loc) >= 0
 		case IPBased:
-			m, ok := n.ip.lookup(q.Client)
+			m, ok := n.links.ip.lookup(q.Client)
 			applies = mn.m.Default || (ok && m == int32(i))
 		}
 		c.Healthy = r.memberOK(t, n, int32(i), q)
@@ -149,7 +149,7 @@ func policyKey(m *Member, p Policy) string {
 func (r *Resolver) scopeReason(n *node, q *Query, s uint8) string {
 	src := uint8(q.Client.Bits())
 	block := netip.PrefixFrom(q.Client.Addr(), int(s)).Masked()
-	for _, c := range n.healthKids {
+	for _, c := range n.healthKids() {
 		if s > 0 && r.nodeScope(c, q) == s {
 			return fmt.Sprintf("/%d: evaluate_target_health into %s, whose health depends on the client", s, c.set.Name)
 		}

@@ -8,18 +8,19 @@ import (
 )
 
 // TestMemoryLayout keeps the structs a large configuration holds one of per member,
-// record set, record group or name in the allocator's size classes their field order
-// packs them into: a new field that pushes one into the next class costs every name.
+// record set, record group or name at the size their field order packs them into:
+// members, nodes and mnodes come from slabs, where every byte counts, the others from
+// the allocator's size classes (RecordSet 64, entry 48). A new field costs every name.
 func TestMemoryLayout(t *testing.T) {
 	for _, c := range []struct {
 		name      string
 		size, max uintptr
 	}{
-		{"Member", unsafe.Sizeof(Member{}), 80},
+		{"Member", unsafe.Sizeof(Member{}), 56},
 		{"RecordSet", unsafe.Sizeof(RecordSet{}), 64},
-		{"node", unsafe.Sizeof(node{}), 112},
+		{"node", unsafe.Sizeof(node{}), 56},
 		{"mnode", unsafe.Sizeof(mnode{}), 48},
-		{"entry", unsafe.Sizeof(entry{}), 80},
+		{"entry", unsafe.Sizeof(entry{}), 48},
 	} {
 		if c.size > c.max {
 			t.Errorf("%s is %d bytes, want at most %d", c.name, c.size, c.max)
@@ -27,10 +28,11 @@ func TestMemoryLayout(t *testing.T) {
 	}
 }
 
-// TestMemorySharing: names whose members point at the same addresses share them, their
-// default set identifiers and their A records' address bytes; nodes in the same state
-// share it; and what parse and the plan kept while building (check names, positions,
-// the maps that share) is gone once built.
+// TestMemorySharing: names whose members point at the same addresses or alias the same
+// name share the target, their default set identifiers and their A records' address
+// bytes; a one-value leaf answers from itself; nodes in the same state share it; and
+// what parse and the plan kept while building (check names, positions, the maps that
+// share) is gone once built.
 func TestMemorySharing(t *testing.T) {
 	block := `healthroute example.org. {
 		check c1 tcp 127.0.0.1:1
@@ -47,6 +49,13 @@ func TestMemorySharing(t *testing.T) {
 			weight 10 A 192.0.2.1 check c1
 			weight 20 A 192.0.2.2 192.0.2.3 check c2
 		}
+		record d.example.org. failover {
+			primary alias a.example.org.
+			secondary A 192.0.2.2 192.0.2.3
+		}
+		record e.example.org. simple {
+			alias a.example.org.
+		}
 	}`
 	r, cfg := testResolver(t, block)
 	if cfg.parsing != nil {
@@ -62,16 +71,23 @@ func TestMemorySharing(t *testing.T) {
 	if len(c[1].Addrs) != 2 || &c[1].Addrs[0] == &a[1].Addrs[0] {
 		t.Errorf("a member's several addresses: %v, shared with a single one", c[1].Addrs)
 	}
+	d, e := cfg.Records[3].Members, cfg.Records[4].Members
+	if d[1].Ref != c[1].Ref || d[0].Ref != e[0].Ref || d[0].Target != "a.example.org." {
+		t.Error("members with the same addresses, or aliasing the same name, do not share their target")
+	}
 
 	st := func(name string) *nodeState {
 		tb := r.table.Load()
 		return tb.state(tb.plan.names[name].node(dns.TypeA).id)
 	}
 	ip := func(name string) *byte {
-		return &r.plan.names[name].a.members[0].ring[0].(*dns.A).A[0]
+		return &r.plan.names[name].a.members[0].rrs()[0].(*dns.A).A[0]
 	}
-	if ip("a.example.org.") != ip("b.example.org.") || r.plan.ips != nil {
+	if ip("a.example.org.") != ip("b.example.org.") || r.plan.al != nil {
 		t.Error("the plan's A records do not share their address bytes, or keep the map that shares them")
+	}
+	if mn := &r.plan.names["a.example.org."].a.members[0]; &mn.rrs()[0] != &mn.one[0] {
+		t.Error("a one-value leaf answers from an array of its own")
 	}
 	if st("a.example.org.") != st("b.example.org.") {
 		t.Error("nodes in the same state do not share it")

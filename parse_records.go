@@ -72,6 +72,9 @@ func parseRecord(c *caddy.Controller, cfg *Config, args []string) (*RecordSet, e
 	case len(rs.Members) == 0:
 		return nil, c.Errf("record %s: no members", name)
 	}
+	// The list, exactly as long as it is, with the lists of other records: a
+	// configuration keeps one per record.
+	rs.Members = append(cfg.state().lists.take(len(rs.Members))[:0], rs.Members...)
 	return rs, nil
 }
 
@@ -89,7 +92,7 @@ var policyKeys = map[Policy]string{
 
 // parseMember reads one member line: policy key, target, options.
 func parseMember(c *caddy.Controller, cfg *Config, rs *RecordSet, a []string) (*Member, error) {
-	m := &Member{}
+	m := cfg.state().members.one()
 	cfg.state().pos[m] = pos{c.File(), c.Line()}
 	bad := func() error {
 		return c.Errf("record %s: '%s' is not a member key of %s records, expected %s", rs.Name, a[0], rs.Policy, policyKeys[rs.Policy])
@@ -367,22 +370,15 @@ func parseTarget(c *caddy.Controller, cfg *Config, rs *RecordSet, m *Member, a [
 		if n == 0 {
 			return nil, c.Errf("record %s: %s needs at least one address", rs.Name, m.Kind)
 		}
-		m.Addrs = make([]netip.Addr, n)
+		addrs := make([]netip.Addr, n)
 		for i, s := range a[:n] {
 			ip, err := netip.ParseAddr(s)
 			if err != nil || ip.Zone() != "" || (m.Kind == KindA) != ip.Is4() {
 				return nil, c.Errf("record %s: invalid %s address '%s'", rs.Name, m.Kind, s)
 			}
-			m.Addrs[i] = ip
+			addrs[i] = ip
 		}
-		if n == 1 { // members of many names often point at the same address: share it
-			ps := cfg.state()
-			if shared, ok := ps.addrs[m.Addrs[0]]; ok {
-				m.Addrs = shared
-			} else {
-				ps.addrs[m.Addrs[0]] = m.Addrs
-			}
-		}
+		m.Ref = cfg.state().share(Ref{Addrs: addrs}) // members of many names often point at the same address
 		return a[n:], nil
 	case "CNAME", "ALIAS":
 		m.Kind, m.Type = KindCNAME, dns.TypeCNAME
@@ -396,7 +392,7 @@ func parseTarget(c *caddy.Controller, cfg *Config, rs *RecordSet, m *Member, a [
 		if !ok {
 			return nil, c.Errf("record %s: invalid %s target '%s', expected a domain name", rs.Name, a[0], a[1])
 		}
-		m.Ref = &Ref{Target: t}
+		m.Ref = cfg.state().share(Ref{Target: t})
 		a = a[2:]
 		if m.Kind == KindAlias && len(a) > 0 && !isOption(a[0]) {
 			at := dns.StringToType[strings.ToUpper(a[0])]

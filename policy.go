@@ -31,10 +31,10 @@ func (r *Resolver) branchHealthy(t *table, n *node, q *Query) bool {
 		}
 		return false
 	case IPBased:
-		if m, ok := n.ip.lookup(q.Client); ok && r.memberOK(t, n, m, q) {
+		if m, ok := n.links.ip.lookup(q.Client); ok && r.memberOK(t, n, m, q) {
 			return true
 		}
-		return n.ipDefault >= 0 && r.memberOK(t, n, n.ipDefault, q)
+		return n.links.ipDefault >= 0 && r.memberOK(t, n, n.links.ipDefault, q)
 	}
 	for i := range n.members {
 		if r.memberOK(t, n, int32(i), q) {
@@ -74,16 +74,17 @@ func (r *Resolver) pickForClient(t *table, n *node, q *Query) int32 {
 		}
 		return best
 	case IPBased:
-		m, matched := n.ip.lookup(q.Client)
+		m, matched := n.links.ip.lookup(q.Client)
+		def := n.links.ipDefault
 		switch {
 		case matched && r.memberOK(t, n, m, q):
 			return m
-		case n.ipDefault >= 0 && r.memberOK(t, n, n.ipDefault, q):
-			return n.ipDefault
+		case def >= 0 && r.memberOK(t, n, def, q):
+			return def
 		case matched:
 			return m // both unhealthy: the matched record (docs/routing.md#ip)
 		}
-		return n.ipDefault // -1 without a default: NODATA
+		return def // -1 without a default: NODATA
 	case Failover:
 		first := int32(-1)
 		for _, role := range [2]Role{Primary, Secondary} {
@@ -207,7 +208,7 @@ func (r *Resolver) nodeScope(n *node, q *Query) uint8 {
 	var s uint8
 	switch n.set.Policy {
 	case IPBased:
-		s = n.ip.scope(q.Client)
+		s = n.links.ip.scope(q.Client)
 	case Latency:
 		if lat := r.latency.Load(); lat != nil {
 			s = lat.rows.scope(q.Client)
@@ -220,7 +221,7 @@ func (r *Resolver) nodeScope(n *node, q *Query) uint8 {
 			s = uint8(q.Client.Bits())
 		}
 	}
-	for _, c := range n.healthKids { // evaluate target health into client-dependent targets
+	for _, c := range n.healthKids() { // evaluate target health into client-dependent targets
 		s = max(s, r.nodeScope(c, q))
 	}
 	return s

@@ -34,17 +34,15 @@ import (
 // node is one record group: a record set's members of one type.
 //
 // Fields are ordered by size, so that the struct packs without padding: a large
-// configuration holds one per record group.
+// configuration holds one per record group. What only some groups have is behind
+// links, which most leave nil.
 type node struct {
-	id         int // index into table.st
-	set        *RecordSet
-	members    []mnode
-	healthKids []*node             // evaluate target health into client-dependent health: their scope counts
-	up         []*node             // the nodes with a member aliasing this one
-	ip         *prefixIndex[int32] // ip: block -> member index; nil for other policies
-	ttl        uint32              // of the set's non-alias answers
-	ipDefault  int32               // ip and geolocation: the default member, -1 for none
-	qtype      uint16
+	set     *RecordSet
+	members []mnode
+	links   *nodeLinks // aliases to or from this group, the ip index; nil for none
+	id      int32      // index into table.st
+	ttl     uint32     // of the set's non-alias answers
+	qtype   uint16
 
 	// dynOrder: the policy ranks members by the client (latency, geolocation,
 	// geoproximity, ip). dynHealth: whether a healthy answer exists depends on the
@@ -52,6 +50,39 @@ type node struct {
 	// them; docs/routing.md#evaluate-target-health). Static nodes are decided entirely at compile.
 	dynOrder, dynHealth bool
 	byLoc               bool // the client's geoip location can change the choice
+}
+
+// nodeLinks is what a node with aliases or an ip index has beyond the others.
+type nodeLinks struct {
+	healthKids []*node             // evaluate target health into client-dependent health: their scope counts
+	up         []*node             // the nodes with a member aliasing this one
+	ip         *prefixIndex[int32] // ip: block -> member index; nil for other policies
+	ipDefault  int32               // ip: the default member, -1 for none
+}
+
+// link returns n's links, creating them.
+func (n *node) link() *nodeLinks {
+	if n.links == nil {
+		n.links = &nodeLinks{ipDefault: -1}
+	}
+	return n.links
+}
+
+// healthKids returns the client-dependent nodes that n's members evaluate the
+// target health of.
+func (n *node) healthKids() []*node {
+	if n.links == nil {
+		return nil
+	}
+	return n.links.healthKids
+}
+
+// up returns the nodes with a member aliasing n.
+func (n *node) up() []*node {
+	if n.links == nil {
+		return nil
+	}
+	return n.links.up
 }
 
 // mnode is a member of a node: a leaf with prebuilt RRs, or an alias to a child node.
@@ -66,37 +97,82 @@ type mnode struct {
 // leaf is a member's prebuilt answer: its RRs (owner = the record set's name), and
 // with several values all but the last once more, so that each rotation of the
 // values, for a random order (docs/routing.md#simple), is a window of the one array
-// and a query picks one without copying. Never mutated.
+// and a query picks one without copying. A single value, the common case, sits in
+// the leaf itself: answers slice it where it is. Never mutated; an alias member's
+// leaf is empty.
 type leaf struct {
-	ring []dns.RR
+	one  [1]dns.RR // the value of a leaf with one; nil with several
+	ring *[]dns.RR // several values; nil for one
 }
 
-func newLeaf(owner string, m *Member, ttl uint32, al *leafAlloc) leaf {
-	rrs := leafRRs(owner, m, ttl, al)
-	if len(rrs) < 2 {
-		return leaf{ring: rrs}
+// newLeaf builds m's leaf; al, nil for a leaf built after its plan, has the plan's
+// arrays.
+func newLeaf(owner string, m *Member, ttl uint32, al *planAlloc) leaf {
+	var buf [1]dns.RR
+	rrs := leafRRs(buf[:0], owner, m, ttl, al)
+	switch len(rrs) {
+	case 0:
+		return leaf{}
+	case 1:
+		return leaf{one: [1]dns.RR{rrs[0]}}
 	}
 	ring := append(make([]dns.RR, 0, 2*len(rrs)-1), rrs...)
-	return leaf{ring: append(ring, rrs[:len(rrs)-1]...)}
+	ring = append(ring, rrs[:len(rrs)-1]...)
+	return leaf{ring: &ring}
 }
 
 // values is how many RRs the leaf answers.
-func (l *leaf) values() int { return (len(l.ring) + 1) / 2 }
+func (l *leaf) values() int {
+	switch {
+	case l.ring != nil:
+		return (len(*l.ring) + 1) / 2
+	case l.one[0] != nil:
+		return 1
+	}
+	return 0
+}
 
 // rrs returns the leaf's RRs in their written order, capped.
-func (l *leaf) rrs() []dns.RR { k := l.values(); return l.ring[:k:k] }
+func (l *leaf) rrs() []dns.RR { return l.rotation(0) }
 
 // rotation returns the RRs starting at the i-th value, capped.
-func (l *leaf) rotation(i int) []dns.RR { k := l.values(); return l.ring[i : i+k : i+k] }
+func (l *leaf) rotation(i int) []dns.RR {
+	switch {
+	case l.ring != nil:
+		k := (len(*l.ring) + 1) / 2
+		return (*l.ring)[i : i+k : i+k]
+	case l.one[0] != nil:
+		return l.one[:]
+	}
+	return nil
+}
 
 // entry is what a name answers: one node per type it serves, from the name's one
 // record block or its blocks of one type each.
+//
+// A large configuration holds one per name: what only some names have is behind more,
+// which most leave nil.
 type entry struct {
 	a, aaaa, cname *node
-	other          []*node // every other type
-	wild           bool    // owner is "*.parent": answers carry the query name
-	name           string
-	aliased        *sync.Map // *mnode -> *leaf: leaves of other names, named for this one; nil without aliases
+	more           *entryMore
+	name           string // the owner; "*.parent" for a wildcard, whose answers carry the query name
+}
+
+// entryMore is what a name with other types or aliases has beyond the others.
+type entryMore struct {
+	other   []*node   // every other type
+	aliased *sync.Map // *mnode -> *leaf: leaves of other names, named for this one; nil without aliases
+}
+
+// wild reports whether e's owner is a wildcard.
+func (e *entry) wild() bool { return strings.HasPrefix(e.name, "*.") }
+
+// extra returns e's more, creating it.
+func (e *entry) extra() *entryMore {
+	if e.more == nil {
+		e.more = &entryMore{}
+	}
+	return e.more
 }
 
 // node returns the node that answers qtype at e, nil for none.
@@ -109,9 +185,11 @@ func (e *entry) node(qtype uint16) *node {
 	case dns.TypeCNAME:
 		return e.cname
 	}
-	for _, n := range e.other {
-		if n.qtype == qtype {
-			return n
+	if e.more != nil {
+		for _, n := range e.more.other {
+			if n.qtype == qtype {
+				return n
+			}
 		}
 	}
 	return nil
@@ -119,8 +197,11 @@ func (e *entry) node(qtype uint16) *node {
 
 // nodes returns every node of e.
 func (e *entry) nodes() []*node {
-	var out []*node
-	for _, n := range append([]*node{e.a, e.aaaa, e.cname}, e.other...) {
+	var out, other []*node
+	if e.more != nil {
+		other = e.more.other
+	}
+	for _, n := range append([]*node{e.a, e.aaaa, e.cname}, other...) {
 		if n != nil {
 			out = append(out, n)
 		}
@@ -133,14 +214,15 @@ func (e *entry) nodes() []*node {
 // named for e, built on first use and kept, so queries after the first allocate
 // nothing and memory grows only with the (name, leaf) pairs actually answered.
 func (e *entry) leaf(n *node, mn *mnode) *leaf {
-	if e.wild || n.set.Name == e.name {
+	if n.set.Name == e.name || e.wild() {
 		return &mn.leaf
 	}
-	if l, ok := e.aliased.Load(mn); ok {
+	aliased := e.more.aliased // e reaches n through an alias
+	if l, ok := aliased.Load(mn); ok {
 		return l.(*leaf)
 	}
-	l := newLeaf(e.name, mn.m, n.ttl, &leafAlloc{}) // the target's TTL, as Route 53 answers aliases
-	v, _ := e.aliased.LoadOrStore(mn, &l)
+	l := newLeaf(e.name, mn.m, n.ttl, nil) // the target's TTL, as Route 53 answers aliases
+	v, _ := aliased.LoadOrStore(mn, &l)
 	return v.(*leaf)
 }
 
@@ -158,7 +240,9 @@ type plan struct {
 	nodes  []*node
 	checks []*health.Spec    // every check the records use, children included
 	cuts   map[string]*entry // delegations: names below a zone apex with NS records
-	users  [][]*node         // by index in checks: the nodes with a member using it
+	// users[usersAt[i]:usersAt[i+1]] are the ids of the nodes with a member using
+	// checks[i].
+	users, usersAt []int32
 	// Where a health change can reach, by index in checks: the checks probing a
 	// fingerprint, the checks of a name (overrides), each check's calculated parents.
 	byFP, byName map[string][]int32
@@ -169,7 +253,7 @@ type plan struct {
 	hasCoords []bool
 	needsLoc  bool // some node ranks by the client's geoip location
 
-	ips map[netip.Addr]net.IP // while newPlan builds: the bytes of every address its leaves answer
+	al *planAlloc // while newPlan builds
 }
 
 // regionIDs numbers every region name the configuration knows.
@@ -196,7 +280,7 @@ func regionIDs(cfg *Config) map[string]int {
 func newPlan(cfg *Config) *plan {
 	p := &plan{ttl: cfg.TTL, zones: cfg.Zones, names: make(map[string]*entry, len(cfg.Records)), wild: map[string]*entry{},
 		exists: map[string]bool{}, soa: map[string][]dns.RR{}, neg: map[string][]dns.RR{}, ns: map[string][]dns.RR{},
-		fall: cfg.Fall, regionIDs: regionIDs(cfg), ips: map[netip.Addr]net.IP{}}
+		fall: cfg.Fall, regionIDs: regionIDs(cfg), al: &planAlloc{ips: map[netip.Addr]net.IP{}}}
 	p.regions = make([]Region, len(p.regionIDs))
 	p.hasCoords = make([]bool, len(p.regionIDs))
 	for n, id := range p.regionIDs {
@@ -230,7 +314,7 @@ func newPlan(cfg *Config) *plan {
 			continue // a name's second block: its entry holds every block
 		}
 		done[rs.Name] = true
-		e := &entry{wild: strings.HasPrefix(rs.Name, "*."), name: rs.Name}
+		e := &entry{name: rs.Name}
 		for _, t := range qtypes {
 			n := p.buildName(rs.Name, t, sets, memo)
 			switch {
@@ -242,13 +326,13 @@ func newPlan(cfg *Config) *plan {
 			case t == dns.TypeCNAME:
 				e.cname = n
 			default:
-				e.other = append(e.other, n)
+				e.extra().other = append(e.extra().other, n)
 			}
 		}
-		if !e.wild && hasAlias(e.nodes()...) {
-			e.aliased = new(sync.Map)
+		if !e.wild() && hasAlias(e.nodes()...) {
+			e.extra().aliased = new(sync.Map)
 		}
-		if e.wild {
+		if e.wild() {
 			p.wild[rs.Name[2:]] = e
 		} else {
 			p.names[rs.Name] = e
@@ -288,8 +372,9 @@ func newPlan(cfg *Config) *plan {
 			}
 		}
 	}
+	p.nodes = slices.Clone(p.nodes) // exactly as long as it is: the plan keeps it
 	p.index()
-	p.ips = nil // built
+	p.al = nil // built
 	return p
 }
 
@@ -312,23 +397,47 @@ func (p *plan) index() {
 			}
 		}
 	}
-	p.users = make([][]*node, len(p.checks))
+	// Count each check's users, then fill them in, into one array of exactly
+	// their number: a large configuration has a user per checked member.
+	p.usersAt = make([]int32, len(p.checks)+1)
+	last := make([]int32, len(p.checks)) // the last node counted for each check, +1
 	for _, n := range p.nodes {
 		for i := range n.members {
 			mn := &n.members[i]
 			mn.check = -1
 			if mn.m.Check != nil {
 				mn.check = ord[mn.m.Check]
-				if u := p.users[mn.check]; len(u) == 0 || u[len(u)-1] != n {
-					p.users[mn.check] = append(u, n)
+				if last[mn.check] != n.id+1 { // the node's members come together
+					last[mn.check] = n.id + 1
+					p.usersAt[mn.check+1]++
 				}
 			}
-			if c := mn.child; c != nil && (len(c.up) == 0 || c.up[len(c.up)-1] != n) {
-				c.up = append(c.up, n)
+			if c := mn.child; c != nil {
+				if up := c.up(); len(up) == 0 || up[len(up)-1] != n {
+					c.link().up = append(up, n)
+				}
+			}
+		}
+	}
+	for i := range p.checks {
+		p.usersAt[i+1] += p.usersAt[i]
+	}
+	p.users = make([]int32, p.usersAt[len(p.checks)])
+	next := slices.Clone(p.usersAt[:len(p.checks)])
+	clear(last)
+	for _, n := range p.nodes {
+		for _, mn := range n.members {
+			if mn.check >= 0 && last[mn.check] != n.id+1 {
+				last[mn.check] = n.id + 1
+				p.users[next[mn.check]] = n.id
+				next[mn.check]++
 			}
 		}
 	}
 }
+
+// usersOf returns the ids of the nodes with a member using checks[i].
+func (p *plan) usersOf(i int32) []int32 { return p.users[p.usersAt[i]:p.usersAt[i+1]] }
 
 // hasAlias reports whether any of nodes has an alias member.
 func hasAlias(nodes ...*node) bool {
@@ -367,9 +476,9 @@ func (p *plan) build(rs *RecordSet, qtype uint16, sets map[string][]*RecordSet, 
 	if n, ok := memo[key]; ok {
 		return n
 	}
-	n := &node{set: rs, qtype: qtype, ttl: rs.ttl(p.ttl), ipDefault: -1}
+	n := node{set: rs, qtype: qtype, ttl: rs.ttl(p.ttl)} // to the plan's array once it has members
 	if rs.Policy == IPBased {
-		n.ip = &prefixIndex[int32]{}
+		n.link().ip = &prefixIndex[int32]{}
 	}
 	switch rs.Policy {
 	case Latency, Geoproximity:
@@ -387,8 +496,7 @@ func (p *plan) build(rs *RecordSet, qtype uint16, sets map[string][]*RecordSet, 
 		memo[key] = nil
 		return nil
 	}
-	n.members = make([]mnode, 0, size)
-	al := p.leafAlloc(rs, qtype)
+	n.members = p.al.mnodes.take(size)[:0]
 	for _, m := range rs.Members {
 		var mn mnode
 		switch {
@@ -402,21 +510,21 @@ func (p *plan) build(rs *RecordSet, qtype uint16, sets map[string][]*RecordSet, 
 			}
 			mn = mnode{m: m, child: child}
 			n.dynHealth = n.dynHealth || (m.ETH && child.dynHealth)
-			if m.ETH && child.dynHealth && !slices.Contains(n.healthKids, child) {
-				n.healthKids = append(n.healthKids, child)
+			if m.ETH && child.dynHealth && !slices.Contains(n.healthKids(), child) {
+				n.link().healthKids = append(n.healthKids(), child)
 			}
 		case m.Type == qtype:
-			mn = mnode{m: m, leaf: newLeaf(rs.Name, m, n.ttl, al)}
+			mn = mnode{m: m, leaf: newLeaf(rs.Name, m, n.ttl, p.al)}
 		default:
 			continue
 		}
 		i := int32(len(n.members))
-		if m.Default {
-			n.ipDefault = i
-		}
 		if rs.Policy == IPBased {
+			if m.Default {
+				n.links.ipDefault = i
+			}
 			for _, b := range m.CIDRs {
-				n.ip.add(b, i)
+				n.links.ip.add(b, i)
 			}
 		}
 		if rs.Policy == Latency {
@@ -441,43 +549,30 @@ func (p *plan) build(rs *RecordSet, qtype uint16, sets map[string][]*RecordSet, 
 		}
 	}
 	p.needsLoc = p.needsLoc || n.byLoc || rs.Policy == Geolocation
-	n.id = len(p.nodes)
-	p.nodes = append(p.nodes, n)
-	memo[key] = n
-	return n
+	n.id = int32(len(p.nodes))
+	np := p.al.nodes.one()
+	*np = n
+	p.nodes = append(p.nodes, np)
+	memo[key] = np
+	return np
 }
 
-// leafAlloc builds a plan's leaves in fewer, fuller allocations: a record group's
-// address records come from one array, and the plan's leaves share one copy of each
-// address's bytes (answers are read-only). Leaves built after the plan, the copies
-// an aliasing name keeps, use an empty one and allocate their own.
-type leafAlloc struct {
-	a    []dns.A
-	aaaa []dns.AAAA
-	ips  map[netip.Addr]net.IP
-}
-
-// leafAlloc returns the allocator for rs's leaves of qtype.
-func (p *plan) leafAlloc(rs *RecordSet, qtype uint16) *leafAlloc {
-	al := &leafAlloc{ips: p.ips}
-	k := 0
-	for _, m := range rs.Members {
-		if m.Kind != KindAlias && m.Type == qtype {
-			k += len(m.Addrs)
-		}
-	}
-	switch qtype {
-	case dns.TypeA:
-		al.a = make([]dns.A, k)
-	case dns.TypeAAAA:
-		al.aaaa = make([]dns.AAAA, k)
-	}
-	return al
+// planAlloc is where a plan's nodes and leaves come from while it is built: arrays
+// shared by many, so that each costs its size and the plan few allocations, and one
+// copy of each address's bytes for every leaf that answers it (answers are
+// read-only). Leaves built after the plan, the copies an aliasing name keeps, have
+// none (nil) and allocate their own.
+type planAlloc struct {
+	nodes  slab[node]
+	mnodes slab[mnode]
+	a      slab[dns.A]
+	aaaa   slab[dns.AAAA]
+	ips    map[netip.Addr]net.IP
 }
 
 // ip returns the bytes of a, shared by the plan's leaves.
-func (al *leafAlloc) ip(a netip.Addr) net.IP {
-	if al.ips == nil {
+func (al *planAlloc) ip(a netip.Addr) net.IP {
+	if al == nil {
 		return a.AsSlice()
 	}
 	ip, ok := al.ips[a]
@@ -488,31 +583,36 @@ func (al *leafAlloc) ip(a netip.Addr) net.IP {
 	return ip
 }
 
-// next returns the next record of the array in s, or a new one when it is used up.
-func next[T any](s *[]T) *T {
-	if len(*s) == 0 {
-		return new(T)
+// newA returns a zero A record, from the plan's array while it is built.
+func (al *planAlloc) newA() *dns.A {
+	if al == nil {
+		return new(dns.A)
 	}
-	r := &(*s)[0]
-	*s = (*s)[1:]
-	return r
+	return al.a.one()
 }
 
-func leafRRs(owner string, m *Member, ttl uint32, al *leafAlloc) []dns.RR {
-	var rrs []dns.RR
+// newAAAA returns a zero AAAA record, from the plan's array while it is built.
+func (al *planAlloc) newAAAA() *dns.AAAA {
+	if al == nil {
+		return new(dns.AAAA)
+	}
+	return al.aaaa.one()
+}
+
+// leafRRs appends m's RRs, named owner, to rrs.
+func leafRRs(rrs []dns.RR, owner string, m *Member, ttl uint32, al *planAlloc) []dns.RR {
 	hdr := func(t uint16) dns.RR_Header {
 		return dns.RR_Header{Name: owner, Rrtype: t, Class: dns.ClassINET, Ttl: ttl}
 	}
 	switch m.Kind {
 	case KindA, KindAAAA:
-		rrs = make([]dns.RR, 0, len(m.Addrs))
 		for _, a := range m.Addrs {
 			if m.Kind == KindA {
-				rr := next(&al.a)
+				rr := al.newA()
 				*rr = dns.A{Hdr: hdr(dns.TypeA), A: al.ip(a)}
 				rrs = append(rrs, rr)
 			} else {
-				rr := next(&al.aaaa)
+				rr := al.newAAAA()
 				*rr = dns.AAAA{Hdr: hdr(dns.TypeAAAA), AAAA: al.ip(a)}
 				rrs = append(rrs, rr)
 			}
@@ -526,7 +626,7 @@ func leafRRs(owner string, m *Member, ttl uint32, al *leafAlloc) []dns.RR {
 			rrs = append(rrs, rr)
 		}
 	}
-	return rrs[:len(rrs):len(rrs)]
+	return rrs
 }
 
 // soa builds the zone's SOA record from the `soa` property; an unset MNAME is the
@@ -595,7 +695,7 @@ type table struct {
 const stateChunk = 32
 
 // state is node id's state in t.
-func (t *table) state(id int) *nodeState { return t.st[id/stateChunk][id%stateChunk] }
+func (t *table) state(id int32) *nodeState { return t.st[id/stateChunk][id%stateChunk] }
 
 // healthy is a check's status in t, as the health package judges it with t's
 // operator overrides.
@@ -637,15 +737,15 @@ func recompile(prev *table, snap *health.Snapshot, over map[string]bool) *table 
 		}
 		pending[n] = true
 		t.changed = append(t.changed, n)
-		for _, u := range n.up {
+		for _, u := range n.up() {
 			mark(u)
 		}
 	}
 	for _, i := range touched(prev, snap, over) {
 		if t.judged[i] = t.healthy(p.checks[i]); t.judged[i] != prev.judged[i] {
 			t.flipped = append(t.flipped, p.checks[i])
-			for _, n := range p.users[i] {
-				mark(n)
+			for _, id := range p.usersOf(i) {
+				mark(p.nodes[id])
 			}
 		}
 	}
@@ -1186,7 +1286,7 @@ func (r *Resolver) step(t *table, q *Query, name, zone string, ans *Answer) {
 		ans.Ns, ans.leafSet, ans.leaf, ans.resortSet = p.neg[zone], nil, nil, nil
 		return
 	}
-	if e.wild {
+	if e.wild() {
 		ans.RRs = rename(ans.RRs, name)
 	}
 	ans.chase = n == e.cname && q.Type != dns.TypeCNAME
@@ -1346,10 +1446,11 @@ func (r *Resolver) walk(t *table, e *entry, n *node, q *Query, ans *Answer) (rrs
 		if mn.child == nil {
 			ans.leaf = mn.m
 			l := e.leaf(n, mn)
-			if k := l.values(); k > 1 {
-				return l.rotation(int(r.rand(uint64(k)))), scope
+			if l.ring == nil {
+				return l.one[:], scope
 			}
-			return l.ring, scope
+			k := (len(*l.ring) + 1) / 2
+			return l.rotation(int(r.rand(uint64(k)))), scope
 		}
 		n = mn.child
 	}
