@@ -19,7 +19,7 @@ func TestMemoryLayout(t *testing.T) {
 		{"Member", unsafe.Sizeof(Member{}), 56},
 		{"RecordSet", unsafe.Sizeof(RecordSet{}), 64},
 		{"node", unsafe.Sizeof(node{}), 56},
-		{"mnode", unsafe.Sizeof(mnode{}), 48},
+		{"mnode", unsafe.Sizeof(mnode{}), 40},
 		{"entry", unsafe.Sizeof(entry{}), 48},
 	} {
 		if c.size > c.max {

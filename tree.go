@@ -94,15 +94,22 @@ type mnode struct {
 	check  int32 // the member's check: its index in plan.checks, -1 for none
 }
 
-// leaf is a member's prebuilt answer: its RRs (owner = the record set's name), and
-// with several values all but the last once more, so that each rotation of the
-// values, for a random order (docs/routing.md#simple), is a window of the one array
-// and a query picks one without copying. A single value, the common case, sits in
-// the leaf itself: answers slice it where it is. Never mutated; an alias member's
-// leaf is empty.
+// leaf is a member's prebuilt answer: its RRs (owner = the record set's name). A
+// single value, the common case, sits in the leaf itself, and answers slice it where
+// it is; several sit in a ring the leaf points to. Never mutated; an alias member's
+// leaf is empty. A large configuration holds one per member: one field, not two.
 type leaf struct {
-	one  [1]dns.RR // the value of a leaf with one; nil with several
-	ring *[]dns.RR // several values; nil for one
+	one [1]dns.RR // the value, or a *ring for several
+}
+
+// ring holds a leaf's several values, then all but the last once more, so that each
+// rotation of the values, for a random order (docs/routing.md#simple), is a window of
+// the one array and a query picks one without copying. It is a dns.RR only to share
+// the leaf's one field with a single value (its embedded RR is nil): it is never
+// answered, as rotation sees to.
+type ring struct {
+	dns.RR
+	rrs []dns.RR
 }
 
 // newLeaf builds m's leaf; al, nil for a leaf built after its plan, has the plan's
@@ -116,17 +123,17 @@ func newLeaf(owner string, m *Member, ttl uint32, al *planAlloc) leaf {
 	case 1:
 		return leaf{one: [1]dns.RR{rrs[0]}}
 	}
-	ring := append(make([]dns.RR, 0, 2*len(rrs)-1), rrs...)
-	ring = append(ring, rrs[:len(rrs)-1]...)
-	return leaf{ring: &ring}
+	r := &ring{rrs: append(make([]dns.RR, 0, 2*len(rrs)-1), rrs...)}
+	r.rrs = append(r.rrs, rrs[:len(rrs)-1]...)
+	return leaf{one: [1]dns.RR{r}}
 }
 
 // values is how many RRs the leaf answers.
 func (l *leaf) values() int {
-	switch {
-	case l.ring != nil:
-		return (len(*l.ring) + 1) / 2
-	case l.one[0] != nil:
+	if r, ok := l.one[0].(*ring); ok {
+		return (len(r.rrs) + 1) / 2
+	}
+	if l.one[0] != nil {
 		return 1
 	}
 	return 0
@@ -137,11 +144,11 @@ func (l *leaf) rrs() []dns.RR { return l.rotation(0) }
 
 // rotation returns the RRs starting at the i-th value, capped.
 func (l *leaf) rotation(i int) []dns.RR {
-	switch {
-	case l.ring != nil:
-		k := (len(*l.ring) + 1) / 2
-		return (*l.ring)[i : i+k : i+k]
-	case l.one[0] != nil:
+	if r, ok := l.one[0].(*ring); ok {
+		k := (len(r.rrs) + 1) / 2
+		return r.rrs[i : i+k : i+k]
+	}
+	if l.one[0] != nil {
 		return l.one[:]
 	}
 	return nil
@@ -1446,11 +1453,10 @@ func (r *Resolver) walk(t *table, e *entry, n *node, q *Query, ans *Answer) (rrs
 		if mn.child == nil {
 			ans.leaf = mn.m
 			l := e.leaf(n, mn)
-			if l.ring == nil {
-				return l.one[:], scope
+			if k := l.values(); k > 1 {
+				return l.rotation(int(r.rand(uint64(k)))), scope
 			}
-			k := (len(*l.ring) + 1) / 2
-			return l.rotation(int(r.rand(uint64(k)))), scope
+			return l.one[:], scope
 		}
 		n = mn.child
 	}
