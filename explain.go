@@ -28,7 +28,7 @@ func (r *Resolver) explain(t *table, n *node, q *Query, chosen int32) {
 	st := t.state(n.id)
 	step := view.Step{
 		Record: n.set.Name, Type: dns.TypeToString[n.qtype], Policy: n.set.Policy.String(),
-		ClientDependent: n.dynOrder || n.dynHealth,
+		ClientDependent: n.dynOrder() || n.dynHealth,
 	}
 	if step.ClientDependent {
 		step.Scope = r.nodeScope(n, q)
@@ -155,7 +155,7 @@ func (r *Resolver) scopeReason(n *node, q *Query, s uint8) string {
 		}
 	}
 	switch {
-	case !(n.dynOrder || n.dynHealth):
+	case !(n.dynOrder() || n.dynHealth):
 		return "not client-dependent: the same choice for every client"
 	case n.set.Policy == IPBased && s > src:
 		return fmt.Sprintf("/%d: a block that long lies inside the client's /%d and may answer differently (RFC 7871 7.2.1)", s, src)

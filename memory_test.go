@@ -18,7 +18,7 @@ func TestMemoryLayout(t *testing.T) {
 	}{
 		{"Member", unsafe.Sizeof(Member{}), 56},
 		{"RecordSet", unsafe.Sizeof(RecordSet{}), 64},
-		{"node", unsafe.Sizeof(node{}), 56},
+		{"node", unsafe.Sizeof(node{}), 48},
 		{"mnode", unsafe.Sizeof(mnode{}), 40},
 		{"entry", unsafe.Sizeof(entry{}), 48},
 	} {

@@ -41,15 +41,24 @@ type node struct {
 	members []mnode
 	links   *nodeLinks // aliases to or from this group, the ip index; nil for none
 	id      int32      // index into table.st
-	ttl     uint32     // of the set's non-alias answers
 	qtype   uint16
 
-	// dynOrder: the policy ranks members by the client (latency, geolocation,
-	// geoproximity, ip). dynHealth: whether a healthy answer exists depends on the
-	// client (geolocation and ip groups, and groups that evaluate target health into
-	// them; docs/routing.md#evaluate-target-health). Static nodes are decided entirely at compile.
-	dynOrder, dynHealth bool
-	byLoc               bool // the client's geoip location can change the choice
+	// dynHealth: whether a healthy answer exists depends on the client (geolocation
+	// and ip groups, and groups that evaluate target health into them;
+	// docs/routing.md#evaluate-target-health). With dynOrder, the node is client
+	// dependent; static nodes are decided entirely at compile.
+	dynHealth bool
+	byLoc     bool // the client's geoip location can change the choice
+}
+
+// dynOrder reports whether n's policy ranks members by the client (latency,
+// geolocation, geoproximity, ip).
+func (n *node) dynOrder() bool {
+	switch n.set.Policy {
+	case Latency, Geolocation, Geoproximity, IPBased:
+		return true
+	}
+	return false
 }
 
 // nodeLinks is what a node with aliases or an ip index has beyond the others.
@@ -220,7 +229,7 @@ func (e *entry) nodes() []*node {
 // e's record set (or e is a wildcard, whose answers are renamed anyway); else a copy
 // named for e, built on first use and kept, so queries after the first allocate
 // nothing and memory grows only with the (name, leaf) pairs actually answered.
-func (e *entry) leaf(n *node, mn *mnode) *leaf {
+func (e *entry) leaf(p *plan, n *node, mn *mnode) *leaf {
 	if n.set.Name == e.name || e.wild() {
 		return &mn.leaf
 	}
@@ -228,7 +237,7 @@ func (e *entry) leaf(n *node, mn *mnode) *leaf {
 	if l, ok := aliased.Load(mn); ok {
 		return l.(*leaf)
 	}
-	l := newLeaf(e.name, mn.m, n.ttl, nil) // the target's TTL, as Route 53 answers aliases
+	l := newLeaf(e.name, mn.m, n.set.ttl(p.ttl), nil) // the target's TTL, as Route 53 answers aliases
 	v, _ := aliased.LoadOrStore(mn, &l)
 	return v.(*leaf)
 }
@@ -483,16 +492,11 @@ func (p *plan) build(rs *RecordSet, qtype uint16, sets map[string][]*RecordSet, 
 	if n, ok := memo[key]; ok {
 		return n
 	}
-	n := node{set: rs, qtype: qtype, ttl: rs.ttl(p.ttl)} // to the plan's array once it has members
+	n := node{set: rs, qtype: qtype} // to the plan's array once it has members
 	if rs.Policy == IPBased {
 		n.link().ip = &prefixIndex[int32]{}
 	}
-	switch rs.Policy {
-	case Latency, Geoproximity:
-		n.dynOrder = true
-	case Geolocation, IPBased:
-		n.dynOrder, n.dynHealth = true, true
-	}
+	n.dynHealth = rs.Policy == Geolocation || rs.Policy == IPBased
 	size := 0 // at most this many members: allocate them once
 	for _, m := range rs.Members {
 		if m.Kind == KindAlias || m.Type == qtype {
@@ -521,7 +525,7 @@ func (p *plan) build(rs *RecordSet, qtype uint16, sets map[string][]*RecordSet, 
 				n.link().healthKids = append(n.healthKids(), child)
 			}
 		case m.Type == qtype:
-			mn = mnode{m: m, leaf: newLeaf(rs.Name, m, n.ttl, p.al)}
+			mn = mnode{m: m, leaf: newLeaf(rs.Name, m, rs.ttl(p.ttl), p.al)}
 		default:
 			continue
 		}
@@ -1419,7 +1423,7 @@ func (r *Resolver) walk(t *table, e *entry, n *node, q *Query, ans *Answer) (rrs
 		ans.leafSet = n.set
 		var i int32
 		switch {
-		case n.dynOrder || n.dynHealth:
+		case n.dynHealth || n.dynOrder():
 			scope = max(scope, r.nodeScope(n, q))
 			if i = r.pickForClient(t, n, q); i >= 0 && !r.memberOK(t, n, i, q) {
 				ans.resortSet = n.set // chose an unhealthy member: no healthy one applied
@@ -1435,7 +1439,7 @@ func (r *Resolver) walk(t *table, e *entry, n *node, q *Query, ans *Answer) (rrs
 				ans.resortSet = n.set
 			}
 			ans.leaf = nil
-			rrs := r.pickSet(e, n, st)
+			rrs := r.pickSet(t.plan, e, n, st)
 			if q.trace != nil {
 				r.explain(t, n, q, -1)
 			}
@@ -1452,7 +1456,7 @@ func (r *Resolver) walk(t *table, e *entry, n *node, q *Query, ans *Answer) (rrs
 		mn := &n.members[i]
 		if mn.child == nil {
 			ans.leaf = mn.m
-			l := e.leaf(n, mn)
+			l := e.leaf(t.plan, n, mn)
 			if k := l.values(); k > 1 {
 				return l.rotation(int(r.rand(uint64(k)))), scope
 			}
@@ -1487,7 +1491,7 @@ const maxMultivalue = 8
 
 // pickSet answers a multivalue node: every candidate when there are at most eight, else
 // eight distinct ones at random, in random order. The slice is the response's own.
-func (r *Resolver) pickSet(e *entry, n *node, st *nodeState) []dns.RR {
+func (r *Resolver) pickSet(p *plan, e *entry, n *node, st *nodeState) []dns.RR {
 	k := len(st.cands)
 	var chosen [maxMultivalue]int32
 	if k <= maxMultivalue {
@@ -1511,7 +1515,7 @@ func (r *Resolver) pickSet(e *entry, n *node, st *nodeState) []dns.RR {
 	}
 	out := make([]dns.RR, 0, size)
 	for _, i := range chosen[:k] {
-		out = append(out, e.leaf(n, &n.members[i]).rrs()...)
+		out = append(out, e.leaf(p, n, &n.members[i]).rrs()...)
 	}
 	return out
 }
