@@ -9,18 +9,20 @@ import (
 
 // TestMemoryLayout keeps the structs a large configuration holds one of per member,
 // record set, record group or name at the size their field order packs them into:
-// members, nodes and mnodes come from slabs, where every byte counts, the others from
-// the allocator's size classes (RecordSet 64, entry 48). A new field costs every name.
+// members, their targets, nodes and mnodes come from slabs, where every byte counts,
+// the others from the allocator's size classes (RecordSet 64, entry 48). A new field
+// costs every name.
 func TestMemoryLayout(t *testing.T) {
 	for _, c := range []struct {
 		name      string
 		size, max uintptr
 	}{
-		{"Member", unsafe.Sizeof(Member{}), 56},
+		{"Member", unsafe.Sizeof(Member{}), 48},
 		{"RecordSet", unsafe.Sizeof(RecordSet{}), 64},
 		{"node", unsafe.Sizeof(node{}), 48},
 		{"mnode", unsafe.Sizeof(mnode{}), 40},
 		{"entry", unsafe.Sizeof(entry{}), 48},
+		{"Ref", unsafe.Sizeof(Ref{}), 72}, // shared, but one per member of other types
 	} {
 		if c.size > c.max {
 			t.Errorf("%s is %d bytes, want at most %d", c.name, c.size, c.max)
