@@ -9,9 +9,9 @@ import (
 
 // TestMemoryLayout keeps the structs a large configuration holds one of per member,
 // record set, record group or name at the size their field order packs them into:
-// members, their targets, nodes and mnodes come from slabs, where every byte counts,
-// the others from the allocator's size classes (RecordSet 64, entry 48). A new field
-// costs every name.
+// members, their targets, entries, nodes and mnodes come from slabs, where every
+// byte counts; record sets from the allocator's size classes. A new field costs
+// every name.
 func TestMemoryLayout(t *testing.T) {
 	for _, c := range []struct {
 		name      string
@@ -21,7 +21,7 @@ func TestMemoryLayout(t *testing.T) {
 		{"RecordSet", unsafe.Sizeof(RecordSet{}), 64},
 		{"node", unsafe.Sizeof(node{}), 48},
 		{"mnode", unsafe.Sizeof(mnode{}), 40},
-		{"entry", unsafe.Sizeof(entry{}), 48},
+		{"entry", unsafe.Sizeof(entry{}), 40},
 		{"Ref", unsafe.Sizeof(Ref{}), 72}, // shared, but one per member of other types
 	} {
 		if c.size > c.max {

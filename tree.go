@@ -171,8 +171,11 @@ func (l *leaf) rotation(i int) []dns.RR {
 type entry struct {
 	a, aaaa, cname *node
 	more           *entryMore
-	name           string // the owner; "*.parent" for a wildcard, whose answers carry the query name
+	set            *RecordSet // the name's first block, whose Name is the owner (see name)
 }
+
+// name is e's owner; "*.parent" for a wildcard, whose answers carry the query name.
+func (e *entry) name() string { return e.set.Name }
 
 // entryMore is what a name with other types or aliases has beyond the others.
 type entryMore struct {
@@ -181,7 +184,7 @@ type entryMore struct {
 }
 
 // wild reports whether e's owner is a wildcard.
-func (e *entry) wild() bool { return strings.HasPrefix(e.name, "*.") }
+func (e *entry) wild() bool { return strings.HasPrefix(e.name(), "*.") }
 
 // extra returns e's more, creating it.
 func (e *entry) extra() *entryMore {
@@ -230,14 +233,14 @@ func (e *entry) nodes() []*node {
 // named for e, built on first use and kept, so queries after the first allocate
 // nothing and memory grows only with the (name, leaf) pairs actually answered.
 func (e *entry) leaf(p *plan, n *node, mn *mnode) *leaf {
-	if n.set.Name == e.name || e.wild() {
+	if n.set.Name == e.name() || e.wild() {
 		return &mn.leaf
 	}
 	aliased := e.more.aliased // e reaches n through an alias
 	if l, ok := aliased.Load(mn); ok {
 		return l.(*leaf)
 	}
-	l := newLeaf(e.name, mn.m, n.set.ttl(p.ttl), nil) // the target's TTL, as Route 53 answers aliases
+	l := newLeaf(e.name(), mn.m, n.set.ttl(p.ttl), nil) // the target's TTL, as Route 53 answers aliases
 	v, _ := aliased.LoadOrStore(mn, &l)
 	return v.(*leaf)
 }
@@ -330,7 +333,8 @@ func newPlan(cfg *Config) *plan {
 			continue // a name's second block: its entry holds every block
 		}
 		done[rs.Name] = true
-		e := &entry{name: rs.Name}
+		e := p.al.entries.one()
+		e.set = rs
 		for _, t := range qtypes {
 			n := p.buildName(rs.Name, t, sets, memo)
 			switch {
@@ -574,11 +578,12 @@ func (p *plan) build(rs *RecordSet, qtype uint16, sets map[string][]*RecordSet, 
 // read-only). Leaves built after the plan, the copies an aliasing name keeps, have
 // none (nil) and allocate their own.
 type planAlloc struct {
-	nodes  slab[node]
-	mnodes slab[mnode]
-	a      slab[dns.A]
-	aaaa   slab[dns.AAAA]
-	ips    map[netip.Addr]net.IP
+	entries slab[entry]
+	nodes   slab[node]
+	mnodes  slab[mnode]
+	a       slab[dns.A]
+	aaaa    slab[dns.AAAA]
+	ips     map[netip.Addr]net.IP
 }
 
 // ip returns the bytes of a, shared by the plan's leaves.
@@ -706,7 +711,10 @@ type table struct {
 const stateChunk = 32
 
 // state is node id's state in t.
-func (t *table) state(id int32) *nodeState { return t.st[id/stateChunk][id%stateChunk] }
+func (t *table) state(id int32) *nodeState {
+	u := uint32(id) // ids are not negative: unsigned division is a shift
+	return t.st[u/stateChunk][u%stateChunk]
+}
 
 // healthy is a check's status in t, as the health package judges it with t's
 // operator overrides.
@@ -1223,7 +1231,7 @@ func (r *Resolver) referral(t *table, q *Query, name, zone string, ans *Answer) 
 	ans.Rcode, ans.Zone, ans.Referral = dns.RcodeSuccess, zone, true
 	ans.Ns, ans.Scope = r.walk(t, cut, cut.node(dns.TypeNS), q, ans)
 	for _, rr := range ans.Ns {
-		if ns := rr.(*dns.NS).Ns; underZone(strings.ToLower(ns), cut.name) {
+		if ns := rr.(*dns.NS).Ns; underZone(strings.ToLower(ns), cut.name()) {
 			ans.Extra = append(ans.Extra, r.addrs(t, q, ns, zone)...)
 		}
 	}
