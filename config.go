@@ -116,10 +116,8 @@ type parseState struct {
 	refs map[string]*Ref
 	ids  map[string]string
 	key  []byte // share's scratch
-	// Where the members, their targets and the record sets' lists of members come
-	// from.
+	// Where the members and the record sets' lists of them come from.
 	members slab[Member]
-	targets slab[Ref]
 	lists   slab[*Member]
 }
 
@@ -132,29 +130,26 @@ func (cfg *Config) state() *parseState {
 	return cfg.parsing
 }
 
-// share returns the one Ref equal to r, which holds addresses or a target name (not
-// other types' values, which are named for their record set), keeping r as it for
-// the members to come.
+// share returns the one Ref of the addresses or the target name r holds (not other
+// types' values, which are named for their record set), keeping r as it for the
+// members to come.
 func (ps *parseState) share(r Ref) *Ref {
-	k := append(ps.key[:0], byte(r.Kind), byte(r.Type>>8), byte(r.Type))
-	k = append(k, r.Target...)
-	for _, a := range r.Addrs { // of one family: the kind says which
-		b := a.As16()
-		k = append(k, b[:]...)
+	k := ps.key[:0]
+	if r.Addrs == nil {
+		k = append(append(k, 'n'), r.Target...)
+	} else {
+		k = append(k, 'a')
+		for _, a := range r.Addrs {
+			b := a.As16()
+			k = append(append(k, boolByte(a.Is4())), b[:]...)
+		}
 	}
 	ps.key = k
 	if v, ok := ps.refs[string(k)]; ok {
 		return v
 	}
-	v := ps.keep(r)
+	v := &r
 	ps.refs[string(k)] = v
-	return v
-}
-
-// keep returns a copy of r for a member to point at.
-func (ps *parseState) keep(r Ref) *Ref {
-	v := ps.targets.one()
-	*v = r
 	return v
 }
 
@@ -195,8 +190,8 @@ type Member struct {
 	Check *health.Spec // nil: no health check (always healthy)
 	ID    string       // set identifier
 
-	// Ref is the member's target (its Kind and Type too), never nil once parsed.
-	// Members with the same addresses or target share one: read-only.
+	// Ref is the member's target, never nil once parsed. Members with the same
+	// addresses or target name share one (the plan keeps them all): read-only.
 	*Ref
 
 	// Place holds the keys of the policies that place members (latency,
@@ -206,19 +201,19 @@ type Member struct {
 
 	idx int32 // ordinal among every member of the Config, for metrics
 
-	ETH     bool  // evaluate target health (alias only)
-	Weight  uint8 // weighted
-	Role    Role  // failover
-	Default bool  // ip and geolocation: the default member
+	Type    uint16 // the target's RR type; for an alias the one type it answers, 0 for every type of its target
+	Kind    Kind   // what the target is
+	ETH     bool   // evaluate target health (alias only)
+	Weight  uint8  // weighted
+	Role    Role   // failover
+	Default bool   // ip and geolocation: the default member
 }
 
-// Ref is a member's target: what it is, and the field its Kind reads.
+// Ref is a member's target: the field its Kind reads.
 type Ref struct {
 	Addrs  []netip.Addr // A and AAAA targets
-	RRs    []dns.RR     // other types: the values, named for the record set, TTL 0
 	Target string       // CNAME or alias target name, normalized
-	Type   uint16       // the target's RR type; for an alias the one type it answers, 0 for every type of its target
-	Kind   Kind         // what the target is
+	RRs    []dns.RR     // other types: the values, named for the record set, TTL 0
 }
 
 // Place is a member's key in a policy that places members.

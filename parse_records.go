@@ -356,12 +356,11 @@ var quotedFields = map[uint16][]int{dns.TypeCAA: {2}, dns.TypeNAPTR: {2, 3, 4}}
 // returns what follows it.
 func parseTarget(c *caddy.Controller, cfg *Config, rs *RecordSet, m *Member, a []string) ([]string, error) {
 	typ := strings.ToUpper(a[0])
-	ps := cfg.state()
 	switch typ {
 	case "A", "AAAA":
-		r := Ref{Kind: KindA, Type: dns.TypeA}
+		m.Kind, m.Type = KindA, dns.TypeA
 		if typ == "AAAA" {
-			r.Kind, r.Type = KindAAAA, dns.TypeAAAA
+			m.Kind, m.Type = KindAAAA, dns.TypeAAAA
 		}
 		a = a[1:]
 		n := 0
@@ -369,22 +368,22 @@ func parseTarget(c *caddy.Controller, cfg *Config, rs *RecordSet, m *Member, a [
 			n++
 		}
 		if n == 0 {
-			return nil, c.Errf("record %s: %s needs at least one address", rs.Name, r.Kind)
+			return nil, c.Errf("record %s: %s needs at least one address", rs.Name, m.Kind)
 		}
-		r.Addrs = make([]netip.Addr, n)
+		addrs := make([]netip.Addr, n)
 		for i, s := range a[:n] {
 			ip, err := netip.ParseAddr(s)
-			if err != nil || ip.Zone() != "" || (r.Kind == KindA) != ip.Is4() {
-				return nil, c.Errf("record %s: invalid %s address '%s'", rs.Name, r.Kind, s)
+			if err != nil || ip.Zone() != "" || (m.Kind == KindA) != ip.Is4() {
+				return nil, c.Errf("record %s: invalid %s address '%s'", rs.Name, m.Kind, s)
 			}
-			r.Addrs[i] = ip
+			addrs[i] = ip
 		}
-		m.Ref = ps.share(r) // members of many names often point at the same address
+		m.Ref = cfg.state().share(Ref{Addrs: addrs}) // members of many names often point at the same address
 		return a[n:], nil
 	case "CNAME", "ALIAS":
-		r := Ref{Kind: KindCNAME, Type: dns.TypeCNAME}
+		m.Kind, m.Type = KindCNAME, dns.TypeCNAME
 		if typ == "ALIAS" {
-			r.Kind, r.Type, m.ETH = KindAlias, 0, true // on by default: docs/routing.md#evaluate-target-health
+			m.Kind, m.Type, m.ETH = KindAlias, 0, true // on by default: docs/routing.md#evaluate-target-health
 		}
 		if len(a) < 2 {
 			return nil, c.Errf("record %s: %s needs a target name", rs.Name, a[0])
@@ -393,15 +392,15 @@ func parseTarget(c *caddy.Controller, cfg *Config, rs *RecordSet, m *Member, a [
 		if !ok {
 			return nil, c.Errf("record %s: invalid %s target '%s', expected a domain name", rs.Name, a[0], a[1])
 		}
-		r.Target, a = t, a[2:]
-		if r.Kind == KindAlias && len(a) > 0 && !isOption(a[0]) {
+		m.Ref = cfg.state().share(Ref{Target: t})
+		a = a[2:]
+		if m.Kind == KindAlias && len(a) > 0 && !isOption(a[0]) {
 			at := dns.StringToType[strings.ToUpper(a[0])]
 			if !aliasTypes[at] {
 				return nil, c.Errf("record %s: alias: invalid type '%s', expected A, AAAA, CNAME, MX, TXT, SPF, SRV, CAA, PTR or NAPTR", rs.Name, a[0])
 			}
-			r.Type, a = at, a[1:]
+			m.Type, a = at, a[1:]
 		}
-		m.Ref = ps.share(r)
 		return a, nil
 	}
 	t, ok := dns.StringToType[typ]
@@ -412,8 +411,7 @@ func parseTarget(c *caddy.Controller, cfg *Config, rs *RecordSet, m *Member, a [
 		}
 		return nil, c.Errf("record %s: unknown target type '%s', expected %s", rs.Name, a[0], targetTypes)
 	}
-	r := Ref{Kind: KindRR, Type: t} // named for the record set: not shared
-	a = a[1:]
+	m.Kind, m.Type, m.Ref, a = KindRR, t, &Ref{}, a[1:]
 	zone := plugin.Zones(cfg.Zones).Matches(strings.TrimPrefix(rs.Name, "*."))
 	for len(a) > 0 && !isOption(a[0]) {
 		var rdata string
@@ -443,12 +441,11 @@ func parseTarget(c *caddy.Controller, cfg *Config, rs *RecordSet, m *Member, a [
 		if err != nil {
 			return nil, c.Errf("record %s: invalid %s value '%s': %v", rs.Name, typ, rdata, err)
 		}
-		r.RRs = append(r.RRs, rr)
+		m.RRs = append(m.RRs, rr)
 	}
-	if len(r.RRs) == 0 {
+	if len(m.RRs) == 0 {
 		return nil, c.Errf("record %s: %s needs at least one value", rs.Name, typ)
 	}
-	m.Ref = ps.keep(r)
 	return a, nil
 }
 
