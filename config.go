@@ -99,7 +99,7 @@ type Config struct {
 	NS           []string       // the zones' apex NS names, normalized; nil: no apex NS
 	Route53      *route53Config // nil: no route53 property
 
-	members int         // how many members Records hold; Member.idx counts up to it
+	series  [2]int32    // how many answer series the records have, by kind (numberSeries)
 	parsing *parseState // what parse leaves for validate, which drops it
 	soaSet  bool        // the soa property set the serial and timers
 	nsPos   pos         // where ns was given
@@ -149,11 +149,13 @@ type Region struct {
 // RecordSet is one `record NAME POLICY { ... }` block: every member, of every type.
 type RecordSet struct {
 	Name    string // normalized, may start with "*."
-	Policy  Policy
 	Members []*Member
+	idx     int32  // a multivalue set's answers_total series (numberSeries)
+	resort  int32  // the name's last_resort_answers_total series
 	TTL     uint32 // the `ttl` line: the TTL of the non-alias members' answers
-	HasTTL  bool   // a `ttl` line was given; else the block's ttl applies
-	idx     int    // ordinal in Config.Records, for metrics
+	zone    uint16 // the zone the name is in: its index in Config.Zones
+	Policy  Policy
+	HasTTL  bool // a `ttl` line was given; else the block's ttl applies
 }
 
 // Member is one line of a record block: the policy key, the target and the options.
@@ -173,7 +175,7 @@ type Member struct {
 	// not carry them. Its fields are read only in a placing policy's code.
 	*Place
 
-	idx int32 // ordinal among every member of the Config, for metrics
+	idx int32 // its answers_total series (numberSeries)
 
 	Type    uint16 // the target's RR type; for an alias the one type it answers, 0 for every type of its target
 	Kind    Kind   // what the target is

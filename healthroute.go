@@ -48,6 +48,7 @@ func New(cfg *Config) *HealthRoute { return newHandler(cfg, shared) }
 
 // newHandler is New with its own registry, for tests.
 func newHandler(cfg *Config, reg *registry) *HealthRoute {
+	numberSeries(cfg)
 	h := &HealthRoute{cfg: cfg, resolver: NewResolver(cfg), reg: reg}
 	parsed.Store(true)
 	return h
@@ -310,6 +311,7 @@ func (h *HealthRoute) OnStartup() error {
 // instance's OnStartup, so unchanged checks keep running.
 func (h *HealthRoute) OnShutdown() error {
 	h.reg.commitReload()
+	counting.shutdown(h.cfg)
 	if h.stop == nil {
 		return nil
 	}
