@@ -99,10 +99,13 @@ type Config struct {
 	NS           []string       // the zones' apex NS names, normalized; nil: no apex NS
 	Route53      *route53Config // nil: no route53 property
 
-	series  [2]int32    // how many answer series the records have, by kind (numberSeries)
-	parsing *parseState // what parse leaves for validate, which drops it
-	soaSet  bool        // the soa property set the serial and timers
-	nsPos   pos         // where ns was given
+	series [2]int32 // how many answer series the records have, by kind (numberSeries)
+	// memberSeries is each member's answers_total series, from RecordSet.first on:
+	// members are shared by record sets (shareMembers), so the series is not theirs.
+	memberSeries []int32
+	parsing      *parseState // what parse leaves for validate, which drops it
+	soaSet       bool        // the soa property set the serial and timers
+	nsPos        pos         // where ns was given
 }
 
 // parseState is what parsing a block needs beyond the Config: validate drops it, so a
@@ -151,6 +154,7 @@ type RecordSet struct {
 	Name    string // normalized, may start with "*."
 	Members []*Member
 	idx     int32  // a multivalue set's answers_total series (numberSeries)
+	first   int32  // where its members' answers_total series start in Config.memberSeries
 	resort  int32  // the name's last_resort_answers_total series
 	TTL     uint32 // the `ttl` line: the TTL of the non-alias members' answers
 	zone    uint16 // the zone the name is in: its index in Config.Zones
@@ -174,8 +178,6 @@ type Member struct {
 	// geolocation, geoproximity, ip); nil for the others, whose members then do
 	// not carry them. Its fields are read only in a placing policy's code.
 	*Place
-
-	idx int32 // its answers_total series (numberSeries)
 
 	Type    uint16 // the target's RR type; for an alias the one type it answers, 0 for every type of its target
 	Kind    Kind   // what the target is

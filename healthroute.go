@@ -48,7 +48,6 @@ func New(cfg *Config) *HealthRoute { return newHandler(cfg, shared) }
 
 // newHandler is New with its own registry, for tests.
 func newHandler(cfg *Config, reg *registry) *HealthRoute {
-	numberSeries(cfg)
 	h := &HealthRoute{cfg: cfg, resolver: NewResolver(cfg), reg: reg}
 	parsed.Store(true)
 	return h

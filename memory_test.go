@@ -18,7 +18,7 @@ func TestMemoryLayout(t *testing.T) {
 		{"Member", unsafe.Sizeof(Member{}), 80},
 		{"RecordSet", unsafe.Sizeof(RecordSet{}), 64},
 		{"node", unsafe.Sizeof(node{}), 112},
-		{"mnode", unsafe.Sizeof(mnode{}), 48},
+		{"mnode", unsafe.Sizeof(mnode{}), 56},
 		{"entry", unsafe.Sizeof(entry{}), 80},
 	} {
 		if c.size > c.max {

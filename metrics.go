@@ -205,6 +205,7 @@ func numberSeries(cfg *Config) {
 	type key struct{ name, id string }
 	var shared map[key]int32 // series of names where members may share one
 	var answers int32
+	series := make([]int32, 0, cfg.memberCount())
 	number := func(rs *RecordSet, id string, single bool) int32 {
 		if single {
 			answers++
@@ -230,18 +231,29 @@ func numberSeries(cfg *Config) {
 		}
 		rs.resort = n
 		single := blocks[rs.Name] == 1 && !mixedTypes(rs)
+		rs.first = int32(len(series))
 		if rs.Policy == Multivalue { // one series for the set; its members never answer alone
 			rs.idx = number(rs, "multivalue", single)
-			for _, m := range rs.Members {
-				m.idx = rs.idx
+			for range rs.Members {
+				series = append(series, rs.idx)
 			}
 			continue
 		}
 		for _, m := range rs.Members {
-			m.idx = number(rs, m.ID, single)
+			series = append(series, number(rs, m.ID, single))
 		}
 	}
+	cfg.memberSeries = series
 	cfg.series = [2]int32{answerSeries: answers, resortSeries: int32(len(resort))}
+}
+
+// memberCount is how many members cfg's record sets hold.
+func (cfg *Config) memberCount() int {
+	n := 0
+	for _, rs := range cfg.Records {
+		n += len(rs.Members)
+	}
+	return n
 }
 
 // mixedTypes reports whether rs has members of more than one type (aliases aside),
@@ -278,8 +290,8 @@ func walkSeries(cfg *Config, which int, fn func(n int32, zone, record, member st
 		case rs.Policy == Multivalue:
 			visit(rs.idx, rs, "multivalue")
 		default:
-			for _, m := range rs.Members {
-				visit(m.idx, rs, m.ID)
+			for j, m := range rs.Members {
+				visit(cfg.memberSeries[rs.first+int32(j)], rs, m.ID)
 			}
 		}
 	}
@@ -419,7 +431,7 @@ func (h *HealthRoute) count(server string, ans *Answer) {
 	}
 	if qc := h.lastCounters.Load(); qc != nil && qc.server == server && ans.leaf != nil && ans.resortSet == nil &&
 		qc.next.Load() == nil && ans.Zone == h.cfg.Zones[ans.leafSet.zone] {
-		qc.c[answerSeries].n[ans.leaf.idx].Add(1)
+		qc.c[answerSeries].n[ans.leaf.series].Add(1)
 		return
 	}
 	h.countSlow(server, ans)
@@ -433,8 +445,8 @@ func (h *HealthRoute) countSlow(server string, ans *Answer) {
 	qc := h.counters(server)
 	if set := ans.leafSet; set != nil {
 		n, id := set.idx, "multivalue"
-		if m := ans.leaf; m != nil {
-			n, id = m.idx, m.ID
+		if mn := ans.leaf; mn != nil {
+			n, id = mn.series, mn.m.ID
 		}
 		if ans.Zone == h.cfg.Zones[set.zone] {
 			qc.add(answerSeries, n, 1)

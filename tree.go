@@ -61,6 +61,7 @@ type mnode struct {
 	child  *node // alias target
 	region int32 // latency: the plan's region id
 	check  int32 // the member's check: its index in plan.checks, -1 for none
+	series int32 // the member's answers_total series in its record set (Config.memberSeries)
 }
 
 // leaf is a member's prebuilt answer: its RRs (owner = the record set's name), and
@@ -169,7 +170,8 @@ type plan struct {
 	hasCoords []bool
 	needsLoc  bool // some node ranks by the client's geoip location
 
-	ips map[netip.Addr]net.IP // while newPlan builds: the bytes of every address its leaves answer
+	ips    map[netip.Addr]net.IP // while newPlan builds: the bytes of every address its leaves answer
+	series []int32               // while newPlan builds: Config.memberSeries
 }
 
 // regionIDs numbers every region name the configuration knows.
@@ -196,7 +198,7 @@ func regionIDs(cfg *Config) map[string]int {
 func newPlan(cfg *Config) *plan {
 	p := &plan{ttl: cfg.TTL, zones: cfg.Zones, names: make(map[string]*entry, len(cfg.Records)), wild: map[string]*entry{},
 		exists: map[string]bool{}, soa: map[string][]dns.RR{}, neg: map[string][]dns.RR{}, ns: map[string][]dns.RR{},
-		fall: cfg.Fall, regionIDs: regionIDs(cfg), ips: map[netip.Addr]net.IP{}}
+		fall: cfg.Fall, regionIDs: regionIDs(cfg), ips: map[netip.Addr]net.IP{}, series: cfg.memberSeries}
 	p.regions = make([]Region, len(p.regionIDs))
 	p.hasCoords = make([]bool, len(p.regionIDs))
 	for n, id := range p.regionIDs {
@@ -289,7 +291,7 @@ func newPlan(cfg *Config) *plan {
 		}
 	}
 	p.index()
-	p.ips = nil // built
+	p.ips, p.series = nil, nil // built
 	return p
 }
 
@@ -389,7 +391,7 @@ func (p *plan) build(rs *RecordSet, qtype uint16, sets map[string][]*RecordSet, 
 	}
 	n.members = make([]mnode, 0, size)
 	al := p.leafAlloc(rs, qtype)
-	for _, m := range rs.Members {
+	for j, m := range rs.Members {
 		var mn mnode
 		switch {
 		case m.Kind == KindAlias:
@@ -409,6 +411,9 @@ func (p *plan) build(rs *RecordSet, qtype uint16, sets map[string][]*RecordSet, 
 			mn = mnode{m: m, leaf: newLeaf(rs.Name, m, n.ttl, al)}
 		default:
 			continue
+		}
+		if p.series != nil {
+			mn.series = p.series[rs.first+int32(j)]
 		}
 		i := int32(len(n.members))
 		if m.Default {
@@ -933,7 +938,7 @@ type Answer struct {
 	Referral bool
 
 	leafSet   *RecordSet // the record set the answer came from (metrics)
-	leaf      *Member    // and its member; nil for a multivalue set
+	leaf      *mnode     // and its member; nil for a multivalue set
 	resortSet *RecordSet // the deepest record set that answered in its last resort, if any
 	chase     bool       // step: a CNAME that chase follows
 }
@@ -958,6 +963,8 @@ type Resolver struct {
 
 // NewResolver returns a resolver for cfg, answering as if every check were new.
 func NewResolver(cfg *Config) *Resolver {
+	numberSeries(cfg)
+	shareMembers(cfg)
 	r := &Resolver{plan: newPlan(cfg), cfg: cfg}
 	r.onPublish = r.observePublication
 	switch {
@@ -1344,7 +1351,7 @@ func (r *Resolver) walk(t *table, e *entry, n *node, q *Query, ans *Answer) (rrs
 		}
 		mn := &n.members[i]
 		if mn.child == nil {
-			ans.leaf = mn.m
+			ans.leaf = mn
 			l := e.leaf(n, mn)
 			if k := l.values(); k > 1 {
 				return l.rotation(int(r.rand(uint64(k)))), scope
