@@ -99,10 +99,13 @@ type Config struct {
 	NS           []string       // the zones' apex NS names, normalized; nil: no apex NS
 	Route53      *route53Config // nil: no route53 property
 
-	members int         // how many members Records hold; Member.idx counts up to it
-	parsing *parseState // what parse leaves for validate, which drops it
-	soaSet  bool        // the soa property set the serial and timers
-	nsPos   pos         // where ns was given
+	series [2]int32 // how many answer series the records have, by kind (numberSeries)
+	// memberSeries is each member's answers_total series, from RecordSet.first on:
+	// members are shared by record sets (shareMembers), so the series is not theirs.
+	memberSeries []int32
+	parsing      *parseState // what parse leaves for validate, which drops it
+	soaSet       bool        // the soa property set the serial and timers
+	nsPos        pos         // where ns was given
 }
 
 // parseState is what parsing a block needs beyond the Config: validate drops it, so a
@@ -116,9 +119,10 @@ type parseState struct {
 	refs map[string]*Ref
 	ids  map[string]string
 	key  []byte // share's scratch
-	// Where the members and the record sets' lists of them come from.
-	members slab[Member]
-	lists   slab[*Member]
+	// Where the record sets' lists of members come from. Not the members: unlike
+	// those lists, most of them make way for an alike one (shareMembers), and a slab
+	// chunk would stay for any that did not.
+	lists slab[*Member]
 }
 
 // state returns cfg's parse state, creating it.
@@ -176,11 +180,14 @@ type Region struct {
 // RecordSet is one `record NAME POLICY { ... }` block: every member, of every type.
 type RecordSet struct {
 	Name    string // normalized, may start with "*."
-	Policy  Policy
 	Members []*Member
+	idx     int32  // a multivalue set's answers_total series (numberSeries)
+	first   int32  // where its members' answers_total series start in Config.memberSeries
+	resort  int32  // the name's last_resort_answers_total series
 	TTL     uint32 // the `ttl` line: the TTL of the non-alias members' answers
-	HasTTL  bool   // a `ttl` line was given; else the block's ttl applies
-	idx     int    // ordinal in Config.Records, for metrics
+	zone    uint16 // the zone the name is in: its index in Config.Zones
+	Policy  Policy
+	HasTTL  bool // a `ttl` line was given; else the block's ttl applies
 }
 
 // Member is one line of a record block: the policy key, the target and the options.
@@ -191,15 +198,13 @@ type Member struct {
 	ID    string       // set identifier
 
 	// Ref is the member's target, never nil once parsed. Members with the same
-	// addresses or target name share one (the plan keeps them all): read-only.
+	// addresses or target name share one: read-only.
 	*Ref
 
 	// Place holds the keys of the policies that place members (latency,
 	// geolocation, geoproximity, ip); nil for the others, whose members then do
 	// not carry them. Its fields are read only in a placing policy's code.
 	*Place
-
-	idx int32 // ordinal among every member of the Config, for metrics
 
 	Type    uint16 // the target's RR type; for an alias the one type it answers, 0 for every type of its target
 	Kind    Kind   // what the target is

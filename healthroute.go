@@ -181,6 +181,10 @@ func client(w dns.ResponseWriter, r *dns.Msg) (cl netip.Prefix, ecs *dns.EDNS0_S
 			switch {
 			case !okAddr, e.SourceScope != 0:
 				return netip.Prefix{}, nil, false
+			case e.Family == 0 && bits == 0:
+				// dig +subnet=0 and others write "do not use my address" with no
+				// family: answered as for any client (0.0.0.0/0), as miekg/dns reads it.
+				addr = netip.IPv4Unspecified()
 			case e.Family == 1 && addr.Unmap().Is4() && bits <= 32:
 				addr = addr.Unmap()
 			case e.Family == 2 && addr.Is4In6() && bits >= 96:
@@ -240,8 +244,11 @@ func location(ctx context.Context, l *Location) {
 //
 //go:noinline
 func echoECS(m, r *dns.Msg, ecs *dns.EDNS0_SUBNET, cl netip.Prefix, scope uint8) {
-	if ecs.Family == 2 && cl.Addr().Is4() && scope > 0 {
+	switch {
+	case ecs.Family == 2 && cl.Addr().Is4() && scope > 0:
 		scope += 96 // an IPv4 client written as ::ffff:a.b.c.d
+	case ecs.Family == 0:
+		scope = 0 // no family: no prefix for a scope to count bits of
 	}
 	o := r.IsEdns0()
 	opt := &dns.OPT{Hdr: dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT}, Option: []dns.EDNS0{&dns.EDNS0_SUBNET{
@@ -310,6 +317,7 @@ func (h *HealthRoute) OnStartup() error {
 // instance's OnStartup, so unchanged checks keep running.
 func (h *HealthRoute) OnShutdown() error {
 	h.reg.commitReload()
+	counting.shutdown(h.cfg)
 	if h.stop == nil {
 		return nil
 	}

@@ -81,6 +81,7 @@ func TestServeDNSClientSubnet(t *testing.T) {
 		{"ECS IPv4-mapped in family 2", ecsQuery("net.example.org.", 2, net.ParseIP("::ffff:192.0.2.0"), 120, 0), dns.RcodeSuccess, "192.0.2.10", 120},
 		{"weighted answer: scope 0", ecsQuery("www.example.org.", 1, net.ParseIP("192.0.2.0").To4(), 24, 0), dns.RcodeSuccess, "192.0.2.1", 0},
 		{"scope set in a query: FORMERR", ecsQuery("net.example.org.", 1, net.ParseIP("192.0.2.0").To4(), 24, 8), dns.RcodeFormatError, "", -1},
+		{"no family, /0 (dig +subnet=0): as for any client, scope 0", ecsQuery("net.example.org.", 0, net.IPv4(0, 0, 0, 0), 0, 0), dns.RcodeSuccess, "192.0.2.12", 0},
 		{"unknown family: FORMERR", ecsQuery("net.example.org.", 7, net.ParseIP("192.0.2.0").To4(), 24, 0), dns.RcodeFormatError, "", -1},
 		// RFC 7871 section 6: address bits set past the source prefix are a malformed option.
 		{"v4 address bits past the source prefix: FORMERR", ecsQuery("net.example.org.", 1, net.ParseIP("192.0.2.77").To4(), 24, 0), dns.RcodeFormatError, "", -1},

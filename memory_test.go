@@ -9,18 +9,18 @@ import (
 
 // TestMemoryLayout keeps the structs a large configuration holds one of per member,
 // record set, record group or name at the size their field order packs them into:
-// members, their targets, entries, nodes and mnodes come from slabs, where every
-// byte counts; record sets from the allocator's size classes. A new field costs
-// every name.
+// entries, nodes and mnodes come from the plan's slabs, where every byte counts;
+// members, their targets and record sets from the allocator's size classes. A new
+// field costs every name.
 func TestMemoryLayout(t *testing.T) {
 	for _, c := range []struct {
 		name      string
 		size, max uintptr
 	}{
-		{"Member", unsafe.Sizeof(Member{}), 56},
+		{"Member", unsafe.Sizeof(Member{}), 48},
 		{"RecordSet", unsafe.Sizeof(RecordSet{}), 64},
 		{"node", unsafe.Sizeof(node{}), 48},
-		{"mnode", unsafe.Sizeof(mnode{}), 40},
+		{"mnode", unsafe.Sizeof(mnode{}), 48},
 		{"entry", unsafe.Sizeof(entry{}), 40},
 		{"Ref", unsafe.Sizeof(Ref{}), 64}, // shared, but one per member of other types
 	} {

@@ -28,8 +28,8 @@ func TestMetricsLint(t *testing.T) {
 	probeObserver{}.Probed(spec, errors.New("refused"), time.Millisecond)
 	probeObserver{}.Changed(spec, true)
 	checkHealthy.WithLabelValues(spec.Name).Set(1)
-	answersTotal.get("dns://:53", "example.org.", "www.example.org.", "lint").Add(1)
-	lastResortTotal.get("dns://:53", "example.org.", "www.example.org.").Add(1)
+	answersTotal.extraSeries("dns://:53", "example.org.", "www.example.org.", "lint").Add(1)
+	lastResortTotal.extraSeries("dns://:53", "example.org.", "www.example.org.").Add(1)
 	t.Cleanup(func() {
 		checkHealthy.DeleteLabelValues(spec.Name)
 		probesTotal.DeleteLabelValues(spec.Name, "pass")
@@ -132,10 +132,10 @@ func TestAnswerCounters(t *testing.T) {
 }
 
 // delete drops the series of labels, for tests that create series of their own.
-func (c *answerCounter) delete(labels ...string) {
+func (f *answerFamily) delete(labels ...string) {
 	var key [4]string
 	copy(key[:], labels)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.series, key)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.extra, key)
 }

@@ -92,7 +92,7 @@ var policyKeys = map[Policy]string{
 
 // parseMember reads one member line: policy key, target, options.
 func parseMember(c *caddy.Controller, cfg *Config, rs *RecordSet, a []string) (*Member, error) {
-	m := cfg.state().members.one()
+	m := &Member{}
 	cfg.state().pos[m] = pos{c.File(), c.Line()}
 	bad := func() error {
 		return c.Errf("record %s: '%s' is not a member key of %s records, expected %s", rs.Name, a[0], rs.Policy, policyKeys[rs.Policy])

@@ -101,6 +101,7 @@ type mnode struct {
 	child  *node // alias target
 	region int32 // latency: the plan's region id
 	check  int32 // the member's check: its index in plan.checks, -1 for none
+	series int32 // the member's answers_total series in its record set (Config.memberSeries)
 }
 
 // leaf is a member's prebuilt answer: its RRs (owner = the record set's name). A
@@ -272,7 +273,8 @@ type plan struct {
 	hasCoords []bool
 	needsLoc  bool // some node ranks by the client's geoip location
 
-	al *planAlloc // while newPlan builds
+	al     *planAlloc // while newPlan builds
+	series []int32    // while newPlan builds: Config.memberSeries
 }
 
 // regionIDs numbers every region name the configuration knows.
@@ -299,7 +301,7 @@ func regionIDs(cfg *Config) map[string]int {
 func newPlan(cfg *Config) *plan {
 	p := &plan{ttl: cfg.TTL, zones: cfg.Zones, names: make(map[string]*entry, len(cfg.Records)), wild: map[string]*entry{},
 		exists: map[string]bool{}, soa: map[string][]dns.RR{}, neg: map[string][]dns.RR{}, ns: map[string][]dns.RR{},
-		fall: cfg.Fall, regionIDs: regionIDs(cfg), al: &planAlloc{ips: map[netip.Addr]net.IP{}}}
+		fall: cfg.Fall, regionIDs: regionIDs(cfg), al: &planAlloc{ips: map[netip.Addr]net.IP{}}, series: cfg.memberSeries}
 	p.regions = make([]Region, len(p.regionIDs))
 	p.hasCoords = make([]bool, len(p.regionIDs))
 	for n, id := range p.regionIDs {
@@ -394,7 +396,7 @@ func newPlan(cfg *Config) *plan {
 	}
 	p.nodes = slices.Clone(p.nodes) // exactly as long as it is: the plan keeps it
 	p.index()
-	p.al = nil // built
+	p.al, p.series = nil, nil // built
 	return p
 }
 
@@ -512,7 +514,7 @@ func (p *plan) build(rs *RecordSet, qtype uint16, sets map[string][]*RecordSet, 
 		return nil
 	}
 	n.members = p.al.mnodes.take(size)[:0]
-	for _, m := range rs.Members {
+	for j, m := range rs.Members {
 		var mn mnode
 		switch {
 		case m.Kind == KindAlias:
@@ -532,6 +534,9 @@ func (p *plan) build(rs *RecordSet, qtype uint16, sets map[string][]*RecordSet, 
 			mn = mnode{m: m, leaf: newLeaf(rs.Name, m, rs.ttl(p.ttl), p.al)}
 		default:
 			continue
+		}
+		if p.series != nil {
+			mn.series = p.series[rs.first+int32(j)]
 		}
 		i := int32(len(n.members))
 		if rs.Policy == IPBased {
@@ -1052,7 +1057,7 @@ type Answer struct {
 	Referral bool
 
 	leafSet   *RecordSet // the record set the answer came from (metrics)
-	leaf      *Member    // and its member; nil for a multivalue set
+	leaf      *mnode     // and its member; nil for a multivalue set
 	resortSet *RecordSet // the deepest record set that answered in its last resort, if any
 	chase     bool       // step: a CNAME that chase follows
 }
@@ -1077,6 +1082,8 @@ type Resolver struct {
 
 // NewResolver returns a resolver for cfg, answering as if every check were new.
 func NewResolver(cfg *Config) *Resolver {
+	numberSeries(cfg)
+	shareMembers(cfg)
 	r := &Resolver{plan: newPlan(cfg), cfg: cfg}
 	r.onPublish = r.observePublication
 	switch {
@@ -1463,7 +1470,7 @@ func (r *Resolver) walk(t *table, e *entry, n *node, q *Query, ans *Answer) (rrs
 		}
 		mn := &n.members[i]
 		if mn.child == nil {
-			ans.leaf = mn.m
+			ans.leaf = mn
 			l := e.leaf(t.plan, n, mn)
 			if k := l.values(); k > 1 {
 				return l.rotation(int(r.rand(uint64(k)))), scope

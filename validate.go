@@ -13,12 +13,7 @@ import (
 func validate(cfg *Config) error {
 	sets := map[string][]*RecordSet{} // by name: one block per type, or one for all
 	parsed := cfg.state()
-	cfg.members = 0
-	for i, rs := range cfg.Records {
-		rs.idx = i
-		for _, m := range rs.Members {
-			m.idx, cfg.members = int32(cfg.members), cfg.members+1
-		}
+	for _, rs := range cfg.Records {
 		sets[rs.Name] = append(sets[rs.Name], rs)
 	}
 	for _, rs := range cfg.Records {

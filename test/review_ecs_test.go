@@ -80,6 +80,8 @@ func TestReviewECSOnTheWire(t *testing.T) {
 	}{
 		{"v4 /24", ecs(1, 24, 0, 10, 1, 2), dns.RcodeSuccess},
 		{"v4 /0", ecs(1, 0, 0), dns.RcodeSuccess},
+		{"no family, /0 (dig +subnet=0)", ecs(0, 0, 0), dns.RcodeSuccess},
+		{"no family, /8", ecs(0, 8, 0, 10), dns.RcodeFormatError},
 		{"v6 /56", ecs(2, 56, 0, 0x20, 0x01, 0x0d, 0xb8, 0, 1, 0), dns.RcodeSuccess},
 		{"v4 address bits past a /20", ecs(1, 20, 0, 10, 1, 0x0f), dns.RcodeFormatError},
 		{"v4 /24 with a nonzero fourth octet", ecs(1, 24, 0, 10, 1, 2, 3), dns.RcodeFormatError},

@@ -1,0 +1,173 @@
+package healthroute
+
+import (
+	"context"
+	"testing"
+
+	"github.com/coredns/coredns/core/dnsserver"
+	"github.com/coredns/coredns/plugin/pkg/dnstest"
+	"github.com/coredns/coredns/plugin/test"
+	"github.com/miekg/dns"
+)
+
+// seriesAsk asks h for name and qtype n times on server, failing on an error.
+func seriesAsk(t *testing.T, h *HealthRoute, server, name string, qtype uint16, n int) {
+	t.Helper()
+	ctx := context.WithValue(context.Background(), dnsserver.Key{}, &dnsserver.Server{Addr: server})
+	for range n {
+		m := new(dns.Msg)
+		m.SetQuestion(name, qtype)
+		if _, err := h.ServeDNS(ctx, dnstest.NewRecorder(&test.ResponseWriter{}), m); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestAnswerSeriesShared: members that carry the same labels (a name's members of two
+// types with one set identifier, a name's two multivalue sets, a name's record sets'
+// last resort) count into one series, which a scrape reports once (the registry
+// refuses a scrape with a series twice); an alias into another zone of the block is
+// counted under the query's zone.
+func TestAnswerSeriesShared(t *testing.T) {
+	c := mustParse(t, `healthroute example.org. example.net. {
+		check down tcp 127.0.0.1:9
+		record sh-mix.example.org. weighted {
+			weight 10 A 192.0.2.1 id one
+			weight 10 AAAA 2001:db8::1 id one
+		}
+		record sh-mv.example.org. multivalue {
+			value A 192.0.2.2 id a
+		}
+		record sh-mv.example.org. multivalue {
+			value AAAA 2001:db8::2 id b
+		}
+		record sh-fo.example.org. failover {
+			primary A 192.0.2.3 check down id p
+		}
+		record sh-fo.example.org. failover {
+			primary AAAA 2001:db8::3 check down id p
+		}
+		record sh-alias.example.net. simple {
+			alias sh-mix.example.org.
+		}
+	}`)
+	h := newHandler(c, &registry{})
+	h.Next = test.NextHandler(dns.RcodeNameError, nil)
+	h.resolver.Publish(snapshot(h.cfg, "down"))
+	server := "dns://127.0.0.1:5301"
+	seriesAsk(t, h, server, "sh-mix.example.org.", dns.TypeA, 2)
+	seriesAsk(t, h, server, "sh-mix.example.org.", dns.TypeAAAA, 3)
+	seriesAsk(t, h, server, "sh-mv.example.org.", dns.TypeA, 1)
+	seriesAsk(t, h, server, "sh-mv.example.org.", dns.TypeAAAA, 1)
+	seriesAsk(t, h, server, "sh-fo.example.org.", dns.TypeA, 2)
+	seriesAsk(t, h, server, "sh-fo.example.org.", dns.TypeAAAA, 2)
+	seriesAsk(t, h, server, "sh-alias.example.net.", dns.TypeA, 4)
+	t.Cleanup(func() {
+		answersTotal.delete(server, "example.net.", "sh-mix.example.org.", "one")
+		counting.shutdown(h.cfg)
+	})
+	for _, tc := range []struct {
+		metric string
+		labels map[string]string
+		want   float64
+	}{
+		{"answers_total", map[string]string{"server": server, "zone": "example.org.", "record": "sh-mix.example.org.", "member": "one"}, 5},
+		{"answers_total", map[string]string{"server": server, "zone": "example.org.", "record": "sh-mv.example.org.", "member": "multivalue"}, 2},
+		{"answers_total", map[string]string{"server": server, "zone": "example.org.", "record": "sh-fo.example.org.", "member": "p"}, 4},
+		{"last_resort_answers_total", map[string]string{"server": server, "zone": "example.org.", "record": "sh-fo.example.org."}, 4},
+		{"answers_total", map[string]string{"server": server, "zone": "example.net.", "record": "sh-mix.example.org.", "member": "one"}, 4},
+	} {
+		if got := gatheredCounter(t, tc.metric, tc.labels); got != tc.want {
+			t.Errorf("%s%v = %v, want %v", tc.metric, tc.labels, got, tc.want)
+		}
+	}
+	if got := h.cfg.series; got != [2]int32{answerSeries: 4, resortSeries: 4} {
+		t.Errorf("series = %v, want 4 answer series (one, multivalue, p, the alias) and 4 last-resort ones (a name each)", got)
+	}
+}
+
+// TestAnswerSeriesReload: a reload's block on the same server and zones continues the
+// series of the block it replaced, on its first query: the members it keeps count on
+// from the old totals, answers the old block gives after that are passed on, a member
+// it dropped has no series once the old block shut down, and an old block that shut
+// down before its successor's first query keeps its series until then.
+func TestAnswerSeriesReload(t *testing.T) {
+	const zone = "example.org."
+	server := "dns://127.0.0.1:5302"
+	series := func(member string) map[string]string {
+		return map[string]string{"server": server, "zone": zone, "record": "rl.example.org.", "member": member}
+	}
+	old := testHandler(t, `healthroute {
+		record rl.example.org. weighted {
+			weight 10 A 192.0.2.1 id keep
+		}
+		record rl-gone.example.org. simple {
+			A 192.0.2.9 id gone
+		}
+	}`)
+	seriesAsk(t, old, server, "rl.example.org.", dns.TypeA, 3)
+	seriesAsk(t, old, server, "rl-gone.example.org.", dns.TypeA, 2)
+
+	// The new configuration adds a name before the kept one: its series numbers differ.
+	next := testHandler(t, `healthroute {
+		record rl-new.example.org. simple {
+			A 192.0.2.5 id new
+		}
+		record rl.example.org. weighted {
+			weight 10 A 192.0.2.1 id keep
+		}
+	}`)
+	t.Cleanup(func() { counting.shutdown(next.cfg) })
+	seriesAsk(t, next, server, "rl.example.org.", dns.TypeA, 1)
+	if got := gatheredCounter(t, "answers_total", series("keep")); got != 4 {
+		t.Errorf("kept member after the new block's first answer = %v, want 3 + 1", got)
+	}
+	seriesAsk(t, old, server, "rl.example.org.", dns.TypeA, 2) // the old block's queries in flight
+	seriesAsk(t, next, server, "rl-new.example.org.", dns.TypeA, 1)
+	if got := gatheredCounter(t, "answers_total", series("keep")); got != 6 {
+		t.Errorf("kept member after the old block answered twice more = %v, want 6", got)
+	}
+	gone := map[string]string{"server": server, "record": "rl-gone.example.org."}
+	if got := gatheredCounter(t, "answers_total", gone); got != 2 {
+		t.Errorf("dropped member before the old block shut down = %v, want 2", got)
+	}
+	if err := old.OnShutdown(); err != nil {
+		t.Fatal(err)
+	}
+	if got := gatheredCounter(t, "answers_total", gone); got != 0 {
+		t.Errorf("dropped member after the old block shut down = %v, want no series", got)
+	}
+	if got := gatheredCounter(t, "answers_total", series("keep")); got != 6 {
+		t.Errorf("kept member after the old block shut down = %v, want 6", got)
+	}
+
+	// A block that shuts down before its successor answered keeps its series, and the
+	// successor takes them on its first query.
+	if err := next.OnShutdown(); err != nil {
+		t.Fatal(err)
+	}
+	if got := gatheredCounter(t, "answers_total", series("keep")); got != 6 {
+		t.Errorf("kept member with its block shut down and no successor yet = %v, want 6", got)
+	}
+	third := testHandler(t, `healthroute {
+		record rl.example.org. weighted {
+			weight 10 A 192.0.2.1 id keep
+		}
+	}`)
+	t.Cleanup(func() { counting.shutdown(third.cfg) })
+	seriesAsk(t, third, server, "rl.example.org.", dns.TypeA, 1)
+	if got := gatheredCounter(t, "answers_total", series("keep")); got != 7 {
+		t.Errorf("kept member after a third block's first answer = %v, want 7", got)
+	}
+	newSeries := map[string]string{"server": server, "record": "rl-new.example.org."}
+	if got := gatheredCounter(t, "answers_total", newSeries); got != 0 {
+		t.Errorf("member the third block dropped = %v, want no series", got)
+	}
+	counting.mu.Lock()
+	defer counting.mu.Unlock()
+	for _, qc := range counting.all {
+		if qc.cfg == old.cfg || qc.cfg == next.cfg {
+			t.Errorf("a replaced block's counters (server %s) are still registered", qc.server)
+		}
+	}
+}

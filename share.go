@@ -1,0 +1,42 @@
+package healthroute
+
+import "github.com/healthroute/healthroute/health"
+
+// memberKey is what makes two address members alike: the same addresses (parse
+// shares one Ref for each list of them), check, set identifier, weight, role and
+// default flag. Members with a target name or a place are not shared.
+type memberKey struct {
+	target *Ref
+	check  *health.Spec
+	id     string
+	typ    uint16
+	kind   Kind
+	eth    bool
+	weight uint8
+	role   Role
+	deflt  bool
+}
+
+// shareMembers makes record sets whose members are written alike share one Member
+// each: a large configuration of names that point at the same few endpoints (a name
+// per customer, say, each weighted over the same three pools) then holds those
+// members once, not once per name. Members are read-only once validated, and none is
+// told apart by its address: the answer series a member counts into are the record
+// set's (Config.memberSeries).
+func shareMembers(cfg *Config) {
+	seen := map[memberKey]*Member{}
+	for _, rs := range cfg.Records {
+		for j, m := range rs.Members {
+			if m.Place != nil || (m.Kind != KindA && m.Kind != KindAAAA) {
+				continue
+			}
+			k := memberKey{target: m.Ref, check: m.Check, id: m.ID,
+				typ: m.Type, kind: m.Kind, eth: m.ETH, weight: m.Weight, role: m.Role, deflt: m.Default}
+			if s, ok := seen[k]; ok {
+				rs.Members[j] = s
+			} else {
+				seen[k] = m
+			}
+		}
+	}
+}
