@@ -175,14 +175,14 @@ type entry struct {
 	set            *RecordSet // the name's first block, whose Name is the owner (see name)
 }
 
-// name is e's owner; "*.parent" for a wildcard, whose answers carry the query name.
-func (e *entry) name() string { return e.set.Name }
-
 // entryMore is what a name with other types or aliases has beyond the others.
 type entryMore struct {
 	other   []*node   // every other type
 	aliased *sync.Map // *mnode -> *leaf: leaves of other names, named for this one; nil without aliases
 }
+
+// name is e's owner; "*.parent" for a wildcard, whose answers carry the query name.
+func (e *entry) name() string { return e.set.Name }
 
 // wild reports whether e's owner is a wildcard.
 func (e *entry) wild() bool { return strings.HasPrefix(e.name(), "*.") }
