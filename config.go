@@ -119,10 +119,6 @@ type parseState struct {
 	refs map[string]*Ref
 	ids  map[string]string
 	key  []byte // share's scratch
-	// Where the record sets' lists of members come from. Not the members: unlike
-	// those lists, most of them make way for an alike one (shareMembers), and a slab
-	// chunk would stay for any that did not.
-	lists slab[*Member]
 }
 
 // state returns cfg's parse state, creating it.

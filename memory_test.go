@@ -32,7 +32,8 @@ func TestMemoryLayout(t *testing.T) {
 
 // TestMemorySharing: names whose members point at the same addresses or alias the same
 // name share the target, their default set identifiers and their A records' address
-// bytes; a one-value leaf answers from itself; nodes in the same state share it; and
+// bytes, and names whose members are alike share the list of them; a one-value leaf
+// answers from itself; nodes in the same state share it; and
 // what parse and the plan kept while building (check names, positions, the maps that
 // share) is gone once built.
 func TestMemorySharing(t *testing.T) {
@@ -66,6 +67,9 @@ func TestMemorySharing(t *testing.T) {
 	a, b, c := cfg.Records[0].Members, cfg.Records[1].Members, cfg.Records[2].Members
 	if &a[0].Addrs[0] != &b[0].Addrs[0] || unsafe.StringData(a[0].ID) != unsafe.StringData(b[0].ID) {
 		t.Error("members with the same single address do not share it and their set identifier")
+	}
+	if &a[0] != &b[0] || &a[0] == &c[0] {
+		t.Error("records whose members are alike do not share the list of them, or others do")
 	}
 	if a[0].Check != cfg.Checks["c1"] || b[1].Check != cfg.Checks["c2"] {
 		t.Error("check names not resolved to the checks")

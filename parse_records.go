@@ -72,9 +72,7 @@ func parseRecord(c *caddy.Controller, cfg *Config, args []string) (*RecordSet, e
 	case len(rs.Members) == 0:
 		return nil, c.Errf("record %s: no members", name)
 	}
-	// The list, exactly as long as it is, with the lists of other records: a
-	// configuration keeps one per record.
-	rs.Members = append(cfg.state().lists.take(len(rs.Members))[:0], rs.Members...)
+	rs.Members = slices.Clip(slices.Clone(rs.Members)) // exactly as long as it is: the configuration keeps it
 	return rs, nil
 }
 

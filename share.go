@@ -1,6 +1,10 @@
 package healthroute
 
-import "github.com/healthroute/healthroute/health"
+import (
+	"slices"
+
+	"github.com/healthroute/healthroute/health"
+)
 
 // memberKey is what makes two address members alike: the same addresses (parse
 // shares one Ref for each list of them), check, set identifier, weight, role and
@@ -22,9 +26,11 @@ type memberKey struct {
 // per customer, say, each weighted over the same three pools) then holds those
 // members once, not once per name. Members are read-only once validated, and none is
 // told apart by its address: the answer series a member counts into are the record
-// set's (Config.memberSeries).
+// set's (Config.memberSeries). Record sets whose lists of members are then alike share
+// the list too.
 func shareMembers(cfg *Config) {
 	seen := map[memberKey]*Member{}
+	lists := map[*Member][]*Member{} // the first list to start with each member
 	for _, rs := range cfg.Records {
 		for j, m := range rs.Members {
 			if m.Place != nil || (m.Kind != KindA && m.Kind != KindAAAA) {
@@ -37,6 +43,12 @@ func shareMembers(cfg *Config) {
 			} else {
 				seen[k] = m
 			}
+		}
+		switch l, ok := lists[rs.Members[0]]; {
+		case !ok:
+			lists[rs.Members[0]] = rs.Members
+		case slices.Equal(l, rs.Members):
+			rs.Members = l
 		}
 	}
 }
