@@ -1472,10 +1472,11 @@ func (r *Resolver) walk(t *table, e *entry, n *node, q *Query, ans *Answer) (rrs
 		if mn.child == nil {
 			ans.leaf = mn
 			l := e.leaf(t.plan, n, mn)
-			if k := l.values(); k > 1 {
+			k := l.values()
+			if k > 1 {
 				return l.rotation(int(r.rand(uint64(k)))), scope
 			}
-			return l.one[:], scope
+			return l.one[:k:k], scope // the one value in place
 		}
 		n = mn.child
 	}
