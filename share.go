@@ -44,6 +44,9 @@ func shareMembers(cfg *Config) {
 				seen[k] = m
 			}
 		}
+		if len(rs.Members) == 0 {
+			continue // a Config built by hand may hold an empty set; parse refuses one
+		}
 		switch l, ok := lists[rs.Members[0]]; {
 		case !ok:
 			lists[rs.Members[0]] = rs.Members
