@@ -165,18 +165,39 @@ func (f *answerFamily) extraSeries(labels ...string) *atomic.Uint64 {
 func (f *answerFamily) Describe(ch chan<- *prometheus.Desc) { ch <- f.desc }
 
 // Collect implements prometheus.Collector: the series counted since the process
-// started, those of blocks a reload replaced included, each once.
+// started, those of blocks a reload replaced included, each once. A server's series
+// may come from more than one source: the map, and the blocks counting there (a
+// reload's block adopts only a block of the same zones, so after a reload that
+// changed them the old block's counts stay beside the new one's). Where a server has
+// several, equal labels are summed: the registry refuses a scrape with a series twice.
 func (f *answerFamily) Collect(ch chan<- prometheus.Metric) {
 	var ms []prometheus.Metric
+	sources := map[string]int{}  // by server
+	var sum map[[4]string]uint64 // the series of servers with several sources
 	metric := func(v uint64, labels ...string) {
+		if sources[labels[0]] > 1 {
+			var k [4]string
+			copy(k[:], labels)
+			if sum == nil {
+				sum = map[[4]string]uint64{}
+			}
+			sum[k] += v
+			return
+		}
 		ms = append(ms, prometheus.MustNewConstMetric(f.desc, prometheus.CounterValue, float64(v), labels[:f.labels]...))
 	}
 	f.mu.Lock()
+	counting.mu.Lock()
+	for labels := range f.extra {
+		sources[labels[0]] = 1
+	}
+	for _, qc := range counting.all {
+		sources[qc.server]++
+	}
 	for labels, n := range f.extra {
 		metric(n.Load(), labels[:]...)
 	}
 	f.mu.Unlock()
-	counting.mu.Lock()
 	for _, qc := range counting.all {
 		c := &qc.c[f.which]
 		moved := qc.next.Load() != nil
@@ -187,6 +208,9 @@ func (f *answerFamily) Collect(ch chan<- prometheus.Metric) {
 		})
 	}
 	counting.mu.Unlock()
+	for labels, v := range sum {
+		ms = append(ms, prometheus.MustNewConstMetric(f.desc, prometheus.CounterValue, float64(v), labels[:f.labels]...))
+	}
 	for _, m := range ms {
 		ch <- m
 	}
@@ -256,16 +280,13 @@ func (cfg *Config) memberCount() int {
 	return n
 }
 
-// mixedTypes reports whether rs has members of more than one type (aliases aside),
-// which may share a set identifier.
+// mixedTypes reports whether rs has members of more than one type, which may share a
+// set identifier. An alias member's type is the one it answers (0: every type of its
+// target): an alias and a member of another type are in two type groups, so they too
+// may share one.
 func mixedTypes(rs *RecordSet) bool {
-	t := uint16(0)
 	for _, m := range rs.Members {
-		switch {
-		case m.Kind == KindAlias:
-		case t == 0:
-			t = m.Type
-		case m.Type != t:
+		if m.Type != rs.Members[0].Type {
 			return true
 		}
 	}
