@@ -1,9 +1,15 @@
 package healthroute
 
 import (
+	"context"
+	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
+	"github.com/coredns/coredns/core/dnsserver"
+	"github.com/coredns/coredns/plugin/pkg/dnstest"
+	"github.com/coredns/coredns/plugin/test"
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -148,5 +154,220 @@ func TestReview3ExtraThenDense(t *testing.T) {
 	}
 	if err := next.OnShutdown(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestReview3LiveSiblings: two blocks on one server with the same zones and records
+// (a server block with two keys gets a block per key) both answer; the second adopts
+// the first's counts on its first answer while the first keeps answering. Every
+// answer is counted once, and a scrape reports each series once, before and after
+// both shut down.
+func TestReview3LiveSiblings(t *testing.T) {
+	const server = "dns://127.0.0.1:5395"
+	review3Forget(t, server)
+	block := `healthroute example.org. example.net. {
+		record ls.example.org. weighted {
+			weight 10 A 192.0.2.1 id a
+		}
+		record ls.example.net. weighted {
+			weight 10 A 192.0.2.2 id b
+		}
+	}`
+	one, two := testHandler(t, block), testHandler(t, block)
+	seriesAsk(t, one, server, "ls.example.org.", dns.TypeA, 2)
+	seriesAsk(t, two, server, "ls.example.net.", dns.TypeA, 3)
+	seriesAsk(t, one, server, "ls.example.org.", dns.TypeA, 1)
+	seriesAsk(t, two, server, "ls.example.org.", dns.TypeA, 1)
+	review3Gather(t)
+	a := map[string]string{"server": server, "zone": "example.org.", "record": "ls.example.org.", "member": "a"}
+	b := map[string]string{"server": server, "zone": "example.net.", "record": "ls.example.net.", "member": "b"}
+	if got := gatheredCounter(t, "answers_total", a); got != 4 {
+		t.Errorf("member a = %v, want 4", got)
+	}
+	if got := gatheredCounter(t, "answers_total", b); got != 3 {
+		t.Errorf("member b = %v, want 3", got)
+	}
+	for _, h := range []*HealthRoute{one, two} {
+		if err := h.OnShutdown(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	review3Gather(t)
+	if got := gatheredCounter(t, "answers_total", a); got != 4 {
+		t.Errorf("member a after both shut down = %v, want 4", got)
+	}
+}
+
+// TestReview3ChainedReloads: three generations, the oldest still answering after the
+// newest adopted the middle one: its answers reach the newest through the chain,
+// none lost or counted twice, under concurrent answers and scrapes (-race).
+func TestReview3ChainedReloads(t *testing.T) {
+	const server = "dns://127.0.0.1:5396"
+	review3Forget(t, server)
+	block := func(extra string) string {
+		return `healthroute {
+		` + extra + `
+		record cr.example.org. failover {
+			primary A 192.0.2.1 id p
+			secondary A 192.0.2.2 id s
+		}
+	}`
+	}
+	gens := []*HealthRoute{
+		testHandler(t, block("")),
+		testHandler(t, block(`record cr-b.example.org. simple {
+			A 192.0.2.3
+		}`)),
+		testHandler(t, block(`record cr-c.example.org. simple {
+			A 192.0.2.4
+		}
+		record cr-d.example.org. simple {
+			A 192.0.2.5
+		}`)),
+	}
+	const perGen, rounds = 50, 3
+	done := make(chan struct{})
+	scraped := make(chan error, 1)
+	go func() { // scrapes while the generations answer and adopt
+		defer close(scraped)
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			if _, err := prometheus.DefaultGatherer.Gather(); err != nil {
+				scraped <- err
+				return
+			}
+		}
+	}()
+	for i := range gens {
+		finished := make(chan struct{}, i+1)
+		for _, h := range gens[:i+1] { // every live generation answers at once
+			go func() {
+				defer func() { finished <- struct{}{} }()
+				for range rounds {
+					seriesAskQuiet(h, server, "cr.example.org.", dns.TypeA, perGen)
+				}
+			}()
+		}
+		for range i + 1 {
+			<-finished
+		}
+	}
+	close(done)
+	if err := <-scraped; err != nil {
+		t.Fatalf("a scrape during the reloads failed: %v", err)
+	}
+	want := float64(perGen * rounds * (1 + 2 + 3))
+	p := map[string]string{"server": server, "zone": "example.org.", "record": "cr.example.org.", "member": "p"}
+	if got := gatheredCounter(t, "answers_total", p); got != want {
+		t.Errorf("member p with three generations live = %v, want %v", got, want)
+	}
+	for _, h := range gens[:2] {
+		if err := h.OnShutdown(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	review3Gather(t)
+	if got := gatheredCounter(t, "answers_total", p); got != want {
+		t.Errorf("member p after the old generations shut down = %v, want %v", got, want)
+	}
+	seriesAskQuiet(gens[0], server, "cr.example.org.", dns.TypeA, 1) // a query in flight at the oldest
+	if got := gatheredCounter(t, "answers_total", p); got != want+1 {
+		t.Errorf("member p after the oldest answered once more = %v, want %v", got, want+1)
+	}
+	if err := gens[2].OnShutdown(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// seriesAskQuiet is seriesAsk for goroutines: errors are not the test's subject.
+func seriesAskQuiet(h *HealthRoute, server, name string, qtype uint16, n int) {
+	ctx := context.WithValue(context.Background(), dnsserver.Key{}, &dnsserver.Server{Addr: server})
+	for range n {
+		m := new(dns.Msg)
+		m.SetQuestion(name, qtype)
+		h.ServeDNS(ctx, dnstest.NewRecorder(&test.ResponseWriter{}), m)
+	}
+}
+
+// review3SharedBlock has record sets whose members are written alike (shared Members
+// and member lists), one of them with a failed check.
+const review3SharedBlock = `healthroute {
+	check down tcp 127.0.0.1:9
+	record sv-a.example.org. weighted {
+		weight 10 A 192.0.2.1 check down id one
+		weight 10 A 192.0.2.2 192.0.2.3 id two
+	}
+	record sv-b.example.org. weighted {
+		weight 10 A 192.0.2.1 check down id one
+		weight 10 A 192.0.2.2 192.0.2.3 id two
+	}
+	record sv-c.example.org. failover {
+		primary A 192.0.2.1 check down id one
+		secondary A 192.0.2.2 192.0.2.3 id two
+	}
+}`
+
+// TestReview3SharedViews: record sets that share their members and member list are
+// still told apart by the status view and explain, each under its own name, with
+// its own policy and members.
+func TestReview3SharedViews(t *testing.T) {
+	r, cfg := testResolver(t, review3SharedBlock)
+	if &cfg.Records[0].Members[0] != &cfg.Records[1].Members[0] {
+		t.Fatal("sv-a and sv-b do not share their member list: the test does not test sharing")
+	}
+	r.Publish(snapshot(cfg, "down"))
+	recs := r.Records()
+	if len(recs) != 3 {
+		t.Fatalf("Records() = %d groups, want 3", len(recs))
+	}
+	for i, want := range []struct{ name, policy string }{
+		{"sv-a.example.org.", "weighted"}, {"sv-b.example.org.", "weighted"}, {"sv-c.example.org.", "failover"},
+	} {
+		v := recs[i]
+		if v.Name != want.name || v.Policy != want.policy || len(v.Members) != 2 || v.Members[0].ID != "one" || v.Members[1].ID != "two" {
+			t.Errorf("Records()[%d] = %+v, want %s %s with members one and two", i, v, want.name, want.policy)
+		}
+		if v.Members[0].Healthy || !v.Members[1].Healthy {
+			t.Errorf("Records()[%d] health = %v/%v, want one down, two up", i, v.Members[0].Healthy, v.Members[1].Healthy)
+		}
+	}
+	for _, name := range []string{"sv-a.example.org.", "sv-b.example.org.", "sv-c.example.org."} {
+		ans, tr := r.Explain(Query{Name: name, Type: dns.TypeA, Client: testClient})
+		if len(tr.Steps) == 0 || tr.Steps[0].Record != name {
+			t.Errorf("explain %s: steps %+v, want the first under its own name", name, tr.Steps)
+		}
+		for _, rr := range ans.RRs {
+			if rr.Header().Name != name {
+				t.Errorf("explain %s answered %v: owner is another record set's", name, rr)
+			}
+		}
+	}
+}
+
+// TestReview3ResolverTwice: a second resolver built on one Config (numbering and
+// sharing run again) answers exactly as the first and numbers the same series.
+func TestReview3ResolverTwice(t *testing.T) {
+	r1, cfg := testResolver(t, review3SharedBlock)
+	series, members := cfg.series, slices.Clone(cfg.memberSeries)
+	r2 := NewResolver(cfg)
+	r2.Rand = rand.New(rand.NewPCG(1, 2)).Uint64N
+	if cfg.series != series || !slices.Equal(cfg.memberSeries, members) {
+		t.Errorf("series after a second NewResolver = %v %v, want %v %v", cfg.series, cfg.memberSeries, series, members)
+	}
+	for _, r := range []*Resolver{r1, r2} {
+		r.Publish(snapshot(cfg, "down"))
+	}
+	for range 50 {
+		for _, name := range []string{"sv-a.example.org.", "sv-b.example.org.", "sv-c.example.org."} {
+			q := Query{Name: name, Type: dns.TypeA, Client: testClient}
+			a1, a2 := r1.Resolve(q), r2.Resolve(q)
+			if fmt.Sprint(a1.RRs) != fmt.Sprint(a2.RRs) || a1.leafSet != a2.leafSet || a1.leaf.series != a2.leaf.series {
+				t.Fatalf("%s: first resolver %v (series %d), second %v (series %d)", name, a1.RRs, a1.leaf.series, a2.RRs, a2.leaf.series)
+			}
+		}
 	}
 }
