@@ -371,3 +371,65 @@ func TestReview3ResolverTwice(t *testing.T) {
 		}
 	}
 }
+
+// TestReview3SeriesLabels: answers of wildcards, a CNAME chase, a name with a
+// multivalue block beside a block whose member is literally named "multivalue", an
+// NS delegation and several zones in one block are counted under the right labels,
+// once each, on each of two servers, and the scrape reports no series twice.
+func TestReview3SeriesLabels(t *testing.T) {
+	servers := []string{"dns://127.0.0.1:5397", "dns://[::1]:5397"}
+	for _, s := range servers {
+		review3Forget(t, s)
+	}
+	h := testHandler(t, `healthroute example.org. sub.example.org. example.net. {
+		record *.w.example.org. weighted {
+			weight 10 A 192.0.2.1 id wa
+		}
+		record *.example.net. simple {
+			CNAME mvn.example.org.
+		}
+		record mvn.example.org. multivalue {
+			value A 192.0.2.2 id x
+			value A 192.0.2.3 id y
+		}
+		record mvn.example.org. weighted {
+			weight 10 AAAA 2001:db8::2 id multivalue
+		}
+		record deleg.sub.example.org. simple {
+			NS ns.deleg.sub.example.org.
+		}
+		record ns.deleg.sub.example.org. simple {
+			A 192.0.2.53 id glue
+		}
+	}`)
+	t.Cleanup(func() { h.OnShutdown() })
+	for i, s := range servers {
+		seriesAsk(t, h, s, "a.w.example.org.", dns.TypeA, 1+i)
+		seriesAsk(t, h, s, "b.c.w.example.org.", dns.TypeA, 1)
+		seriesAsk(t, h, s, "q.example.net.", dns.TypeA, 2) // counts the CNAME, not the chased set
+		seriesAsk(t, h, s, "mvn.example.org.", dns.TypeA, 3)
+		seriesAsk(t, h, s, "mvn.example.org.", dns.TypeAAAA, 4)
+		seriesAsk(t, h, s, "x.deleg.sub.example.org.", dns.TypeA, 5)
+	}
+	review3Gather(t)
+	for i, s := range servers {
+		for _, tc := range []struct {
+			zone, record, member string
+			want                 float64
+		}{
+			{"example.org.", "*.w.example.org.", "wa", float64(2 + i)},
+			{"example.net.", "*.example.net.", "", 2},
+			{"example.org.", "mvn.example.org.", "multivalue", 7}, // the A set and the AAAA member of that id
+			{"sub.example.org.", "deleg.sub.example.org.", "", 5},
+			{"sub.example.org.", "ns.deleg.sub.example.org.", "glue", 0},
+		} {
+			labels := map[string]string{"server": s, "zone": tc.zone, "record": tc.record}
+			if tc.member != "" {
+				labels["member"] = tc.member
+			}
+			if got := gatheredCounter(t, "answers_total", labels); got != tc.want {
+				t.Errorf("answers_total%v = %v, want %v", labels, got, tc.want)
+			}
+		}
+	}
+}
