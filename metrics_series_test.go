@@ -2,6 +2,7 @@ package healthroute
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/coredns/coredns/core/dnsserver"
@@ -170,4 +171,12 @@ func TestAnswerSeriesReload(t *testing.T) {
 			t.Errorf("a replaced block's counters (server %s) are still registered", qc.server)
 		}
 	}
+}
+
+// drop removes every counter of cfg's block, retired or not: for tests that make many
+// blocks that no successor will adopt.
+func (cs *counterSets) drop(cfg *Config) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	cs.all = slices.DeleteFunc(cs.all, func(p *queryCounters) bool { return p.cfg == cfg })
 }
