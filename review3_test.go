@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/coredns/coredns/core/dnsserver"
@@ -431,5 +432,51 @@ func TestReview3SeriesLabels(t *testing.T) {
 				t.Errorf("answers_total%v = %v, want %v", labels, got, tc.want)
 			}
 		}
+	}
+}
+
+// TestReview3ReloadEachBlock reloads each of several tricky blocks into itself (the
+// new block adopts the old one's counts) with both answering, every check healthy and
+// then down: every scrape must succeed, and a name's answers must add up across the
+// two generations.
+func TestReview3ReloadEachBlock(t *testing.T) {
+	blocks := []string{
+		"healthroute {\ncheck c tcp 127.0.0.1:9\nrecord m.example.org. multivalue {\nvalue A 192.0.2.1 id multivalue check c\n}\nrecord m.example.org. weighted {\nweight 1 AAAA 2001:db8::1 id multivalue\n}\n}",
+		"healthroute example.org. example.net. {\nrecord a.example.net. simple {\nalias b.example.org.\n}\nrecord b.example.org. weighted {\nweight 1 A 192.0.2.1 id x\nweight 1 AAAA 2001:db8::1 id x\n}\n}",
+		"healthroute {\nrecord s.example.org. failover {\nprimary A 192.0.2.1 id x\nprimary alias t.example.org. AAAA id x\nprimary alias t.example.org. TXT id x\n}\nrecord t.example.org. simple {\nAAAA 2001:db8::1\nTXT hi\n}\n}",
+		"healthroute {\ncheck c tcp 127.0.0.1:9\nrecord *.example.org. weighted {\nweight 1 A 192.0.2.1 id x check c\nweight 1 alias t.example.org. id x\n}\nrecord t.example.org. simple {\nTXT hi\n}\n}",
+	}
+	for i, block := range blocks {
+		server := fmt.Sprintf("dns://127.0.0.1:54%02d", i)
+		review3Forget(t, server)
+		old, next := testHandler(t, block), testHandler(t, block)
+		ask := func(h *HealthRoute) {
+			for _, rs := range h.cfg.Records {
+				for _, qt := range []uint16{dns.TypeA, dns.TypeAAAA, dns.TypeTXT} {
+					seriesAskQuiet(h, server, strings.Replace(rs.Name, "*", "x", 1), qt, 1)
+				}
+			}
+		}
+		var down []string
+		for n := range old.cfg.Checks {
+			down = append(down, n)
+		}
+		ask(old)
+		ask(next)
+		for _, h := range []*HealthRoute{old, next} {
+			h.resolver.Publish(snapshot(h.cfg, down...))
+		}
+		ask(old)
+		ask(next)
+		if _, err := prometheus.DefaultGatherer.Gather(); err != nil {
+			t.Fatalf("block %d: scrape with both generations answering: %v", i, err)
+		}
+		old.OnShutdown()
+		ask(old) // a query in flight
+		ask(next)
+		if _, err := prometheus.DefaultGatherer.Gather(); err != nil {
+			t.Fatalf("block %d: scrape after the old generation shut down: %v", i, err)
+		}
+		next.OnShutdown()
 	}
 }
