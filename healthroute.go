@@ -306,6 +306,7 @@ func (h *HealthRoute) OnStartup() error {
 			}
 		}
 	}
+	h.adoptCounters()
 	h.reg.started(h)
 	if parsed.Swap(false) {
 		debug.FreeOSMemory()

@@ -120,8 +120,9 @@ func (probeObserver) Changed(spec *health.Spec, down bool) {
 // into another zone of the block) is the exception, counted in a map by its labels.
 //
 // A reload's block continues the series of the block it replaces (the same server
-// and zones) on its first query there (adopt): the series it keeps continue, those
-// it dropped go with the old block.
+// and a zone in common) when it starts, or on its first query on that server if that
+// comes first (adopt): the series it keeps continue, those it dropped go with the old
+// block.
 
 // answerFamily is the collector of one of the two answer metrics.
 type answerFamily struct {
@@ -375,19 +376,43 @@ type counterSets struct {
 
 var counting counterSets
 
-// add registers qc, adopting the counts of the block it replaces on reload: the
-// same server and zones, not yet adopted.
+// add registers qc, adopting the counts of the block it replaces on reload.
 func (cs *counterSets) add(qc *queryCounters) {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	cs.all = slices.DeleteFunc(cs.all, func(p *queryCounters) bool {
-		if p.server != qc.server || p.cfg == qc.cfg || p.next.Load() != nil || !slices.Equal(p.cfg.Zones, qc.cfg.Zones) {
+		if p.server != qc.server || !replaces(qc.cfg, p) {
 			return false
 		}
 		adopt(p, qc)
 		return p.retired // its block is gone: nothing counts there any more
 	})
 	cs.all = append(cs.all, qc)
+}
+
+// replaces reports whether a block of cfg takes over p: p is another block's, not
+// yet taken over, with a zone in common (a reload that adds or drops a zone keeps
+// counting the records it keeps).
+func replaces(cfg *Config, p *queryCounters) bool {
+	return p.cfg != cfg && p.next.Load() == nil && slices.ContainsFunc(p.cfg.Zones, func(z string) bool { return slices.Contains(cfg.Zones, z) })
+}
+
+// adoptCounters creates h's counters on every server where a block it replaces
+// counted, taking those counts over now: adopt walks both configurations (a few
+// hundred milliseconds at a hundred thousand names), which OnStartup pays rather
+// than the first query after a reload.
+func (h *HealthRoute) adoptCounters() {
+	var servers []string
+	counting.mu.Lock()
+	for _, p := range counting.all {
+		if replaces(h.cfg, p) && !slices.Contains(servers, p.server) {
+			servers = append(servers, p.server)
+		}
+	}
+	counting.mu.Unlock()
+	for _, s := range servers {
+		h.counters(s)
+	}
 }
 
 // shutdown ends the counters of cfg's block: those adopted by a successor pass on

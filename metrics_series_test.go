@@ -65,7 +65,7 @@ func TestAnswerSeriesShared(t *testing.T) {
 	seriesAsk(t, h, server, "sh-alias.example.net.", dns.TypeA, 4)
 	t.Cleanup(func() {
 		answersTotal.delete(server, "example.net.", "sh-mix.example.org.", "one")
-		counting.shutdown(h.cfg)
+		counting.drop(h.cfg)
 	})
 	for _, tc := range []struct {
 		metric string
@@ -179,4 +179,55 @@ func (cs *counterSets) drop(cfg *Config) {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	cs.all = slices.DeleteFunc(cs.all, func(p *queryCounters) bool { return p.cfg == cfg })
+}
+
+// TestAnswerSeriesAdoptedAtStartup: a reload's block takes the old block's counts over
+// when it starts (OnStartup), not on its first query: after the old block shut down,
+// its kept series still reads its count with no query answered by the new block, and
+// only the new block's counters remain registered for the server.
+func TestAnswerSeriesAdoptedAtStartup(t *testing.T) {
+	server := "dns://127.0.0.1:5304"
+	block := `healthroute example.org. {
+		record st.example.org. weighted {
+			weight 10 A 192.0.2.1 id keep
+		}
+	}`
+	old := testHandler(t, block)
+	seriesAsk(t, old, server, "st.example.org.", dns.TypeA, 3)
+	next := testHandler(t, block)
+	if err := next.OnStartup(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := next.OnShutdown(); err != nil {
+			t.Error(err)
+		}
+		counting.drop(next.cfg)
+	})
+	if err := old.OnShutdown(); err != nil {
+		t.Fatal(err)
+	}
+	labels := map[string]string{"server": server, "record": "st.example.org.", "member": "keep"}
+	if got := gatheredCounter(t, "answers_total", labels); got != 3 {
+		t.Errorf("kept member after the old block shut down, the new one started and asked nothing = %v, want 3", got)
+	}
+	counting.mu.Lock()
+	var mine, others int
+	for _, qc := range counting.all {
+		switch {
+		case qc.server != server:
+		case qc.cfg == next.cfg:
+			mine++
+		default:
+			others++
+		}
+	}
+	counting.mu.Unlock()
+	if mine != 1 || others != 0 {
+		t.Errorf("counters registered for %s: %d of the new block, %d of others; want 1 and 0", server, mine, others)
+	}
+	seriesAsk(t, next, server, "st.example.org.", dns.TypeA, 1)
+	if got := gatheredCounter(t, "answers_total", labels); got != 4 {
+		t.Errorf("kept member after the new block's first answer = %v, want 4", got)
+	}
 }
