@@ -44,9 +44,9 @@ func review3Gather(t *testing.T) {
 }
 
 // TestReview3ReloadChangesZones: a reload that adds a zone to the block (the zones
-// are no longer equal, so the new block does not adopt the old one's counts) must
-// neither fail the scrape with a series reported twice nor lose the kept member's
-// count, whether the old block shut down before or after the new one's first answer.
+// are no longer equal, but have one in common) must neither fail the scrape with a
+// series reported twice nor lose the kept member's count, whether the old block shut
+// down before or after the new one's first answer.
 func TestReview3ReloadChangesZones(t *testing.T) {
 	for _, tc := range []struct {
 		name          string

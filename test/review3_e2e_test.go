@@ -11,9 +11,9 @@ import (
 )
 
 // TestReview3MetricsZoneChangeReload reloads the real binary (SIGUSR1) into a
-// Corefile whose healthroute block gains a zone: the old block's counts are not
-// adopted (its zones differ), yet every scrape must parse (no answers_total series
-// twice) and the kept member's series must continue from its count before the reload.
+// Corefile whose healthroute block gains a zone: every scrape must parse (no
+// answers_total series twice) and the kept member's series must continue from its
+// count before the reload (the new block has a zone in common with the old one).
 func TestReview3MetricsZoneChangeReload(t *testing.T) {
 	port, mport := coretest.FreePort(t), coretest.FreePort(t)
 	corefile := func(zones, records string) string {
