@@ -118,52 +118,34 @@ func TestAnswerSeriesReload(t *testing.T) {
 			weight 10 A 192.0.2.1 id keep
 		}
 	}`)
-	t.Cleanup(func() { counting.shutdown(next.cfg) })
 	seriesAsk(t, next, server, "rl.example.org.", dns.TypeA, 1)
-	if got := gatheredCounter(t, "answers_total", series("keep")); got != 4 {
-		t.Errorf("kept member after the new block's first answer = %v, want 3 + 1", got)
-	}
+	wantAnswers(t, series("keep"), 4, "kept member after the new block's first answer")
 	seriesAsk(t, old, server, "rl.example.org.", dns.TypeA, 2) // the old block's queries in flight
 	seriesAsk(t, next, server, "rl-new.example.org.", dns.TypeA, 1)
-	if got := gatheredCounter(t, "answers_total", series("keep")); got != 6 {
-		t.Errorf("kept member after the old block answered twice more = %v, want 6", got)
-	}
+	wantAnswers(t, series("keep"), 6, "kept member after the old block answered twice more")
 	gone := map[string]string{"server": server, "record": "rl-gone.example.org."}
-	if got := gatheredCounter(t, "answers_total", gone); got != 2 {
-		t.Errorf("dropped member before the old block shut down = %v, want 2", got)
-	}
+	wantAnswers(t, gone, 2, "dropped member before the old block shut down")
 	if err := old.OnShutdown(); err != nil {
 		t.Fatal(err)
 	}
-	if got := gatheredCounter(t, "answers_total", gone); got != 0 {
-		t.Errorf("dropped member after the old block shut down = %v, want no series", got)
-	}
-	if got := gatheredCounter(t, "answers_total", series("keep")); got != 6 {
-		t.Errorf("kept member after the old block shut down = %v, want 6", got)
-	}
+	wantAnswers(t, gone, 0, "dropped member after the old block shut down")
+	wantAnswers(t, series("keep"), 6, "kept member after the old block shut down")
 
 	// A block that shuts down before its successor answered keeps its series, and the
 	// successor takes them on its first query.
 	if err := next.OnShutdown(); err != nil {
 		t.Fatal(err)
 	}
-	if got := gatheredCounter(t, "answers_total", series("keep")); got != 6 {
-		t.Errorf("kept member with its block shut down and no successor yet = %v, want 6", got)
-	}
+	wantAnswers(t, series("keep"), 6, "kept member with its block shut down and no successor yet")
 	third := testHandler(t, `healthroute {
 		record rl.example.org. weighted {
 			weight 10 A 192.0.2.1 id keep
 		}
 	}`)
-	t.Cleanup(func() { counting.shutdown(third.cfg) })
 	seriesAsk(t, third, server, "rl.example.org.", dns.TypeA, 1)
-	if got := gatheredCounter(t, "answers_total", series("keep")); got != 7 {
-		t.Errorf("kept member after a third block's first answer = %v, want 7", got)
-	}
+	wantAnswers(t, series("keep"), 7, "kept member after a third block's first answer")
 	newSeries := map[string]string{"server": server, "record": "rl-new.example.org."}
-	if got := gatheredCounter(t, "answers_total", newSeries); got != 0 {
-		t.Errorf("member the third block dropped = %v, want no series", got)
-	}
+	wantAnswers(t, newSeries, 0, "member the third block dropped")
 	counting.mu.Lock()
 	defer counting.mu.Unlock()
 	for _, qc := range counting.all {
@@ -208,9 +190,7 @@ func TestAnswerSeriesAdoptedAtStartup(t *testing.T) {
 		t.Fatal(err)
 	}
 	labels := map[string]string{"server": server, "record": "st.example.org.", "member": "keep"}
-	if got := gatheredCounter(t, "answers_total", labels); got != 3 {
-		t.Errorf("kept member after the old block shut down, the new one started and asked nothing = %v, want 3", got)
-	}
+	wantAnswers(t, labels, 3, "kept member after the old block shut down, the new one started and asked nothing")
 	counting.mu.Lock()
 	var mine, others int
 	for _, qc := range counting.all {
@@ -227,7 +207,14 @@ func TestAnswerSeriesAdoptedAtStartup(t *testing.T) {
 		t.Errorf("counters registered for %s: %d of the new block, %d of others; want 1 and 0", server, mine, others)
 	}
 	seriesAsk(t, next, server, "st.example.org.", dns.TypeA, 1)
-	if got := gatheredCounter(t, "answers_total", labels); got != 4 {
-		t.Errorf("kept member after the new block's first answer = %v, want 4", got)
+	wantAnswers(t, labels, 4, "kept member after the new block's first answer")
+}
+
+// wantAnswers fails the test unless the answers_total series whose labels include
+// labels reads want (0: no such series) in a scrape; what says which series it is.
+func wantAnswers(t *testing.T, labels map[string]string, want float64, what string) {
+	t.Helper()
+	if got := gatheredCounter(t, "answers_total", labels); got != want {
+		t.Errorf("%s: answers_total%v = %v, want %v", what, labels, got, want)
 	}
 }

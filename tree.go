@@ -1080,7 +1080,10 @@ type Resolver struct {
 	Rand func(n uint64) uint64
 }
 
-// NewResolver returns a resolver for cfg, answering as if every check were new.
+// NewResolver returns a resolver for cfg, answering as if every check were new. It
+// finishes cfg first, as every way to a resolver needs (parse, or a Config built by
+// hand): it numbers the answer series and lets record sets share members written
+// alike. Both are idempotent, so a second resolver on one Config answers the same.
 func NewResolver(cfg *Config) *Resolver {
 	numberSeries(cfg)
 	shareMembers(cfg)
