@@ -10,6 +10,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/healthroute/healthroute/internal/coretest"
 )
 
 // probingWaitMetrics scrapes the metrics endpoint url until cond holds for what
@@ -66,12 +68,5 @@ func probingHungListener(t *testing.T) string {
 // probingClosedPort returns a loopback address nothing listens on: connections
 // are refused at once.
 func probingClosedPort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
+	return fmt.Sprintf("127.0.0.1:%d", coretest.FreePort(t))
 }
