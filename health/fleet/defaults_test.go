@@ -449,3 +449,45 @@ func TestFullSetPushedOnJoinRestartAndHeal(t *testing.T) {
 		t.Fatalf("a second push within a beat: %v", got)
 	}
 }
+
+// TestPartitionHealsAfterDeadDefaults is TestPartitionHealsAfterMemberlistDeclaresDead
+// at the timers users get: five members split 3/2 long enough for memberlist (WAN
+// profile) to declare the other side dead, each side judging from its own members
+// meanwhile; after healing, the members on the small side find the large one again by
+// retrying their join target (backoff up to MaxBackoff, 30 s) and every member
+// decides from all five within MaxBackoff and a few gossip rounds.
+func TestPartitionHealsAfterDeadDefaults(t *testing.T) {
+	n := &netsim{}
+	n.slow(100 * time.Millisecond) // datagrams between regions
+	ms := cluster(t, n, 5, member{})
+	// m00-m02 see the endpoint down, m03-m04 up: 2 of 5 healthy (40%) is healthy.
+	local := []bool{true, true, true, false, false}
+	const fp = "fp-api"
+	waitFor(t, 20*time.Second, "healthy everywhere before the partition", func() bool { return views(ms, local, fp, false, 5) })
+
+	split := time.Now()
+	n.split(ms[:3], ms[3:])
+	waitFor(t, 15*time.Second, "each side judges alone", func() bool {
+		return views(ms[:3], local[:3], fp, true, 3) && views(ms[3:], local[3:], fp, false, 2)
+	})
+	// memberlist's suspicion timeout grows when fewer members confirm it, up to six
+	// times 30 s on the small side.
+	waitFor(t, 4*time.Minute, "memberlist drops the other side", func() bool {
+		for i, m := range ms {
+			if got := len(m.Members()); (i < 3 && got != 3) || (i >= 3 && got != 2) {
+				return false
+			}
+		}
+		return views(ms[:3], local[:3], fp, true, 3) && views(ms[3:], local[3:], fp, false, 2)
+	})
+	t.Logf("memberlist dropped the other side %s after the split", time.Since(split).Round(time.Second))
+
+	healed := time.Now()
+	n.heal()
+	waitFor(t, 90*time.Second, "views converge after healing", func() bool { return views(ms, local, fp, false, 5) })
+	took := time.Since(healed)
+	t.Logf("views agreed %s after healing", took.Round(time.Millisecond))
+	if limit := DefaultMaxBackoff + 10*time.Second; took > limit {
+		t.Errorf("views agreed %s after healing, want within %s (a join retry and a few gossip rounds)", took, limit)
+	}
+}
