@@ -1,0 +1,372 @@
+package healthroute
+
+import (
+	"encoding/binary"
+	"slices"
+
+	"github.com/healthroute/healthroute/health"
+)
+
+// A table is the plan compiled against one health snapshot: compile builds it whole,
+// recompile rebuilds only the nodes a snapshot change reaches. See tree.go for the plan.
+
+type mode uint8
+
+const (
+	pickFirst   mode = iota // candidates in preference order: the first
+	pickWeight              // by cumulative weight
+	pickUniform             // uniformly at random
+	pickSet                 // multivalue: up to eight at random
+)
+
+// nodeState is a node's health-dependent selection data.
+type nodeState struct {
+	healthy  bool     // a healthy answer exists in this branch (static nodes; for evaluate target health)
+	failOpen bool     // no member is healthy: the last resort is in force (static nodes)
+	mode     mode     // how to pick among cands
+	cands    []int32  // member indices a query may pick
+	cum      []uint32 // pickWeight: cumulative weights of cands
+	// ok is each member's health as far as it does not depend on the client: its
+	// check, and for evaluate target health into a static child, the child's branch.
+	// In static nodes that is all of it.
+	ok []bool
+}
+
+// table is a plan evaluated against one health snapshot; immutable once stored.
+type table struct {
+	plan *plan
+	snap *health.Snapshot
+	over map[string]bool // operator overrides by check name: true healthy, false unhealthy
+	// st is the nodes' states in chunks of stateChunk, by node id: a new table copies
+	// only the chunks whose nodes it evaluated again and shares the rest. Nodes in the
+	// same state share one nodeState (see interner); states are never written.
+	st     [][]*nodeState
+	judged []bool // by index in plan.checks: each check's status
+	// changed is the nodes evaluated for this table and flipped the checks whose
+	// status differs from the table it replaced; both nil when everything was.
+	changed []*node
+	flipped []*health.Spec
+}
+
+// stateChunk is how many node states a table copies when one of them changes: a flip
+// copies the list of chunks and the chunks it reaches, and checks used by members all
+// over the configuration reach a chunk per node, so small chunks copy least.
+const stateChunk = 32
+
+// state is node id's state in t.
+func (t *table) state(id int32) *nodeState {
+	u := uint32(id) // ids are not negative: unsigned division is a shift
+	return t.st[u/stateChunk][u%stateChunk]
+}
+
+// healthy is a check's status in t, as the health package judges it with t's
+// operator overrides.
+func (t *table) healthy(s *health.Spec) bool { return t.snap.Judge(s, t.over) }
+
+// compile evaluates every node of p against snap and the overrides, children first.
+func compile(p *plan, snap *health.Snapshot, over map[string]bool) *table {
+	t := &table{plan: p, snap: snap, over: over, judged: make([]bool, len(p.checks)),
+		st: make([][]*nodeState, (len(p.nodes)+stateChunk-1)/stateChunk)}
+	for i := range t.st {
+		t.st[i] = make([]*nodeState, min(stateChunk, len(p.nodes)-i*stateChunk))
+	}
+	for i, s := range p.checks {
+		t.judged[i] = t.healthy(s)
+	}
+	done := make([]bool, len(p.nodes))
+	t.eval(p.nodes, func(n *node) bool {
+		was := done[n.id]
+		done[n.id] = true
+		return !was
+	})
+	return t
+}
+
+// recompile is compile for a new snapshot or new overrides, given the table they
+// replace: only the checks whose state or override changed are judged again (with
+// their calculated parents), only the nodes with a member whose check changed status
+// and the nodes that alias them (transitively) are evaluated again; the others keep
+// prev's state, shared chunk by chunk. Cost: the snapshot's diff, plus what it reaches.
+func recompile(prev *table, snap *health.Snapshot, over map[string]bool) *table {
+	p := prev.plan
+	t := &table{plan: p, snap: snap, over: over, judged: slices.Clone(prev.judged),
+		st: slices.Clone(prev.st), changed: []*node{}, flipped: []*health.Spec{}}
+	pending := map[*node]bool{}
+	var mark func(n *node)
+	mark = func(n *node) {
+		if pending[n] {
+			return
+		}
+		pending[n] = true
+		t.changed = append(t.changed, n)
+		for _, u := range n.up() {
+			mark(u)
+		}
+	}
+	for _, i := range touched(prev, snap, over) {
+		if t.judged[i] = t.healthy(p.checks[i]); t.judged[i] != prev.judged[i] {
+			t.flipped = append(t.flipped, p.checks[i])
+			for _, id := range p.usersOf(i) {
+				mark(p.nodes[id])
+			}
+		}
+	}
+	for _, n := range t.changed { // copy on write: prev's chunks stay as they are
+		if c := n.id / stateChunk; &t.st[c][0] == &prev.st[c][0] {
+			t.st[c] = slices.Clone(prev.st[c])
+		}
+	}
+	t.eval(t.changed, func(n *node) bool {
+		was := pending[n]
+		delete(pending, n)
+		return was
+	})
+	return t
+}
+
+// touched returns the checks (indexes in the plan's checks) whose status may differ
+// between prev and snap with over: those whose probed state or override changed, and
+// their calculated parents, transitively.
+func touched(prev *table, snap *health.Snapshot, over map[string]bool) []int32 {
+	p := prev.plan
+	seen := map[int32]bool{}
+	var out []int32
+	add := func(is []int32) {
+		for _, i := range is {
+			if !seen[i] {
+				seen[i] = true
+				out = append(out, i)
+			}
+		}
+	}
+	snap.Diff(prev.snap, func(fp string) { add(p.byFP[fp]) })
+	for name, v := range over {
+		if was, ok := prev.over[name]; !ok || was != v {
+			add(p.byName[name])
+		}
+	}
+	for name := range prev.over {
+		if _, ok := over[name]; !ok {
+			add(p.byName[name])
+		}
+	}
+	for k := 0; k < len(out); k++ {
+		add(p.calcParents[out[k]])
+	}
+	return out
+}
+
+// eval computes the state of nodes, each after its children, for the nodes take
+// reports pending (taking them); the others' state in t is current.
+func (t *table) eval(nodes []*node, take func(*node) bool) {
+	in := newInterner()
+	var eval func(n *node)
+	eval = func(n *node) {
+		if !take(n) {
+			return
+		}
+		for i := range n.members {
+			if c := n.members[i].child; c != nil {
+				eval(c)
+			}
+		}
+		ok := in.ok[:0] // the children are done: the scratch is free
+		for i := range n.members {
+			mn := &n.members[i]
+			h := mn.check < 0 || t.judged[mn.check] // no check: always healthy
+			if mn.child != nil && mn.m.ETH && !mn.child.dynHealth {
+				h = h && t.state(mn.child.id).healthy
+			}
+			ok = append(ok, h)
+		}
+		in.ok = ok
+		t.st[n.id/stateChunk][n.id%stateChunk] = in.state(staticState(n, ok, in))
+	}
+	for _, n := range nodes {
+		eval(n)
+	}
+}
+
+// interner gives out one shared copy of each distinct node state and selection slice
+// (a state's ok, cands and cum), so that a table holds one per distinct value rather
+// than one per node: in a large configuration most nodes have the same shape and
+// health. Tables never write them. It also holds staticState's scratch, so that
+// evaluating a node allocates only what it is the first to need.
+type interner struct {
+	states             map[stateKey]*nodeState
+	key                []byte
+	okSet              map[string][]bool
+	candSet            map[string][]int32
+	cumSet             map[string][]uint32
+	ok, none           []bool
+	healthy, all, pick []int32
+	cum                []uint32
+}
+
+func newInterner() *interner {
+	return &interner{states: map[stateKey]*nodeState{}, okSet: map[string][]bool{}, candSet: map[string][]int32{}, cumSet: map[string][]uint32{}}
+}
+
+// stateKey identifies a node state, every field of it, whose slices in has given
+// out: equal slices are the same slices.
+type stateKey struct {
+	healthy, failOpen bool
+	mode              mode
+	ok                *bool
+	cands             *int32
+	cum               *uint32
+	nok, ncands, ncum int
+}
+
+// state returns the shared copy of st, whose slices in gave out.
+func (in *interner) state(st nodeState) *nodeState {
+	k := stateKey{healthy: st.healthy, failOpen: st.failOpen, mode: st.mode,
+		ok: first(st.ok), cands: first(st.cands), cum: first(st.cum),
+		nok: len(st.ok), ncands: len(st.cands), ncum: len(st.cum)}
+	if v, ok := in.states[k]; ok {
+		return v
+	}
+	v := &st
+	in.states[k] = v
+	return v
+}
+
+// first is the address of s's first element, nil when s is empty.
+func first[T any](s []T) *T {
+	if len(s) == 0 {
+		return nil
+	}
+	return &s[0]
+}
+
+// bools returns the shared copy of s.
+func (in *interner) bools(s []bool) []bool {
+	if len(s) == 0 {
+		return nil
+	}
+	in.key = in.key[:0]
+	for _, b := range s {
+		in.key = append(in.key, boolByte(b))
+	}
+	if v, ok := in.okSet[string(in.key)]; ok {
+		return v
+	}
+	v := slices.Clip(slices.Clone(s))
+	in.okSet[string(in.key)] = v
+	return v
+}
+
+func boolByte(b bool) byte {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// intern returns the shared copy of s in m.
+func intern[T int32 | uint32](in *interner, m map[string][]T, s []T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	in.key = in.key[:0]
+	for _, v := range s {
+		in.key = binary.LittleEndian.AppendUint32(in.key, uint32(v))
+	}
+	if v, ok := m[string(in.key)]; ok {
+		return v
+	}
+	v := slices.Clip(slices.Clone(s))
+	m[string(in.key)] = v
+	return v
+}
+
+// staticState applies a policy to a node's member health: docs/routing.md#choose for the
+// policies whose choice does not depend on the client. ok may be scratch: the state
+// holds in's copies.
+func staticState(n *node, ok []bool, in *interner) nodeState {
+	st := nodeState{ok: in.bools(ok)}
+	healthy, all := in.healthy[:0], in.all[:0]
+	for i, h := range ok {
+		if h {
+			healthy = append(healthy, int32(i))
+		}
+		all = append(all, int32(i))
+	}
+	in.healthy, in.all = healthy, all
+	st.healthy = len(healthy) > 0
+	st.failOpen = !st.healthy
+	if n.dynHealth {
+		// The client decides what is healthy: keep ok, and for weighted groups the
+		// last resort, which does not depend on health at all.
+		st.healthy, st.failOpen = false, false
+		if n.set.Policy == Weighted {
+			in.none = slices.Grow(in.none[:0], len(ok))[:len(ok)]
+			clear(in.none)
+			last := staticState(&node{set: n.set, members: n.members}, in.none, in)
+			st.mode, st.cands, st.cum = last.mode, last.cands, last.cum
+		}
+		return st
+	}
+	var cands []int32
+	switch n.set.Policy {
+	case Latency, Geolocation, Geoproximity, IPBased:
+		return st // ranked per query; healthy = any member healthy
+	case Simple:
+		st.mode, cands = pickFirst, all[:1]
+	case Failover:
+		// Primary first; the secondary when the primary is unhealthy; the primary
+		// again when both are (docs/routing.md#failover).
+		order := in.pick[:0]
+		for _, r := range []Role{Primary, Secondary} {
+			for i, mn := range n.members {
+				if mn.m.Role == r {
+					order = append(order, int32(i))
+				}
+			}
+		}
+		in.pick = order
+		st.mode, cands = pickFirst, order[:1]
+		for k, i := range order {
+			if ok[i] {
+				cands = order[k : k+1]
+				break
+			}
+		}
+	case Weighted:
+		// Healthy nonzero weights by weight; else healthy zero weights uniformly; else
+		// the last resort: all nonzero by weight, or all uniformly (docs/routing.md#weighted).
+		pool := healthy
+		if !st.healthy {
+			pool = all
+		}
+		nonzero := in.pick[:0]
+		for _, i := range pool {
+			if n.members[i].m.Weight > 0 {
+				nonzero = append(nonzero, i)
+			}
+		}
+		in.pick = nonzero
+		if len(nonzero) > 0 {
+			st.mode, cands = pickWeight, nonzero
+			cum := in.cum[:0]
+			var sum uint32
+			for _, i := range nonzero {
+				sum += uint32(n.members[i].m.Weight)
+				cum = append(cum, sum)
+			}
+			in.cum = cum
+			st.cum = intern(in, in.cumSet, cum)
+		} else {
+			st.mode, cands = pickUniform, pool
+		}
+	case Multivalue:
+		st.mode, cands = pickSet, healthy
+		if !st.healthy {
+			cands = all
+		}
+	}
+	st.cands = intern(in, in.candSet, cands)
+	return st
+}
+
+// Query is one question to the resolver.

@@ -1,0 +1,536 @@
+package healthroute
+
+import (
+	"math/rand/v2"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/healthroute/healthroute/health"
+	"github.com/healthroute/healthroute/view"
+)
+
+// Resolving: a query is answered from the current table, found through one atomic
+// pointer, without locks, I/O or health evaluation.
+
+type Query struct {
+	Name   string       // lower-cased, fully qualified
+	Type   uint16       // the question's type
+	Client netip.Prefix // ECS prefix, else the source address as a full-length prefix
+	Loc    Location     // the client's location from geoip metadata, when known
+
+	trace *view.Trace // explain: records each decision; nil on the DNS path
+}
+
+// Answer is the resolver's reply. RRs and Ns may be shared with other answers: they
+// are read-only.
+type Answer struct {
+	Rcode int
+	RRs   []dns.RR
+	Ns    []dns.RR
+	Extra []dns.RR // apex NS, referrals, MX and SRV: the addresses of the block's names they name
+	Scope uint8    // ECS scope prefix length in the client's family: 0 when the answer does not depend on the client
+	Zone  string
+	// Pass: no record of the block answered (the apex SOA and NS, a type or name it
+	// does not define); with fallthrough the next plugin answers instead.
+	Pass bool
+	// Referral: a delegation's NS records in Ns, not authoritative.
+	Referral bool
+
+	leafSet   *RecordSet // the record set the answer came from (metrics)
+	leaf      *mnode     // and its member; nil for a multivalue set
+	resortSet *RecordSet // the deepest record set that answered in its last resort, if any
+	chase     bool       // step: a CNAME that chase follows
+}
+
+// Resolver answers queries from the latest compiled table. It is safe for concurrent
+// use; Resolve takes no lock.
+type Resolver struct {
+	plan      *plan
+	table     atomic.Pointer[table]
+	pubMu     sync.Mutex                   // serialises Publish and SetOverrides; queries never take it
+	over      map[string]bool              // guarded by pubMu
+	published bool                         // a table was published, with metrics and logs; guarded by pubMu
+	latency   atomic.Pointer[latencyTable] // nil: no latency_table
+	cfg       *Config
+	// onPublish is called after each compiled table is swapped in (not for a new
+	// snapshot that changes no routing), under pubMu, with the table replaced and the
+	// time compiling took: metrics and logs hang off it, outside the compile path.
+	onPublish func(prev, next *table, took time.Duration)
+	// Rand returns a uniform number in [0, n); nil uses math/rand/v2. Tests seed it.
+	Rand func(n uint64) uint64
+}
+
+// NewResolver returns a resolver for cfg, answering as if every check were new. It
+// finishes cfg first, as every way to a resolver needs (parse, or a Config built by
+// hand): it numbers the answer series and lets record sets share members written
+// alike. Both are idempotent, so a second resolver on one Config answers the same.
+func NewResolver(cfg *Config) *Resolver {
+	numberSeries(cfg)
+	shareMembers(cfg)
+	r := &Resolver{plan: newPlan(cfg), cfg: cfg}
+	r.onPublish = r.observePublication
+	switch {
+	case cfg.latency != nil: // parse loaded it; the watcher replaces it from here on
+		r.latency.Store(cfg.latency)
+		cfg.latency = nil
+	case cfg.LatencyTable != "": // a Config built without parse
+		if t, err := loadLatencyTable(cfg.LatencyTable, r.plan.regionIDs); err == nil {
+			r.latency.Store(t)
+		} else {
+			log.Errorf("latency_table: %v", err)
+		}
+	}
+	r.table.Store(compile(r.plan, nil, nil)) // no metrics or logs: setup may still fail
+	return r
+}
+
+// NeedsLocation reports whether any record ranks clients by geoip location, so the
+// handler reads the metadata only then.
+func (r *Resolver) NeedsLocation() bool { return r.plan.needsLoc }
+
+// Publish compiles the routing table for snap and swaps it in.
+func (r *Resolver) Publish(snap *health.Snapshot) {
+	r.pubMu.Lock()
+	defer r.pubMu.Unlock()
+	if prev := r.table.Load(); r.published && !routingChanged(prev.snap, snap) {
+		// Only first results or timestamps moved (e.g. thousands of checks reporting
+		// for the first time at startup): routing is the same, so keep the compiled
+		// state and only take the new snapshot, which Ready reads.
+		r.table.Store(&table{plan: prev.plan, snap: snap, over: prev.over, st: prev.st, judged: prev.judged,
+			changed: []*node{}, flipped: []*health.Spec{}})
+		return
+	}
+	r.publishLocked(snap)
+}
+
+// routingChanged reports whether any check's probed state differs between two
+// snapshots; Seen and Since do not affect answers.
+func routingChanged(prev, next *health.Snapshot) bool {
+	changed := false
+	next.Diff(prev, func(fp string) {
+		changed = changed || prev.Status(fp).Down != next.Status(fp).Down
+	})
+	return changed
+}
+
+// SetOverrides replaces the operator overrides (check name -> forced status) and
+// republishes; the next query sees them.
+func (r *Resolver) SetOverrides(over map[string]bool) {
+	r.pubMu.Lock()
+	defer r.pubMu.Unlock()
+	r.over = over
+	r.publishLocked(r.table.Load().snap)
+}
+
+func (r *Resolver) publishLocked(snap *health.Snapshot) {
+	first := !r.published
+	r.published = true
+	start := time.Now()
+	prev := r.table.Load() // only publishers store, under pubMu
+	t := recompile(prev, snap, r.over)
+	if first {
+		t.changed, t.flipped = nil, nil // the first publication reports every node and check
+	}
+	r.table.Store(t)
+	if r.onPublish != nil {
+		r.onPublish(prev, t, time.Since(start))
+	}
+}
+
+func (r *Resolver) rand(n uint64) uint64 {
+	if r.Rand != nil {
+		return r.Rand(n)
+	}
+	return rand.Uint64N(n)
+}
+
+// Resolve answers q from the current table.
+func (r *Resolver) Resolve(q Query) Answer {
+	var ans Answer
+	r.resolve(&q, &ans)
+	return ans
+}
+
+// resolve answers q into ans, which is zero on entry. The DNS path keeps both on the
+// handler's frame: passing them by pointer keeps each frame below it small, since
+// every query runs on a goroutine whose stack starts small and is copied whenever it
+// has to grow.
+func (r *Resolver) resolve(q *Query, ans *Answer) {
+	t := r.table.Load()
+	p := t.plan
+	zone := matchZone(p.zones, q.Name)
+	if zone == "" {
+		ans.Rcode = dns.RcodeRefused
+		return
+	}
+	if q.Name == zone && (q.Type == dns.TypeSOA || q.Type == dns.TypeNS) && r.apex(t, q, zone, ans) {
+		return
+	}
+	if p.cuts != nil && r.referral(t, q, q.Name, zone, ans) {
+		return
+	}
+	r.step(t, q, q.Name, zone, ans)
+	if ans.chase {
+		r.chase(t, q, ans)
+	}
+	if q.Type == dns.TypeMX || q.Type == dns.TypeSRV {
+		ans.Extra = append(ans.Extra, r.additional(t, q, ans.RRs, zone)...) // after a chase's referral glue
+	}
+}
+
+// apex answers the zone's SOA and, with `ns`, its NS query (with glue), reporting
+// whether it did. It is its own function so its frame is paid only by apex queries.
+//
+//go:noinline
+func (r *Resolver) apex(t *table, q *Query, zone string, ans *Answer) bool {
+	p := t.plan
+	switch q.Type {
+	case dns.TypeSOA:
+		*ans = Answer{Rcode: dns.RcodeSuccess, RRs: p.soa[zone], Zone: zone, Pass: true}
+		return true
+	case dns.TypeNS:
+		if ns := p.ns[zone]; ns != nil {
+			*ans = Answer{Rcode: dns.RcodeSuccess, RRs: ns, Extra: r.glue(t, q, ns, zone), Zone: zone, Pass: true}
+			return true
+		}
+	}
+	return false
+}
+
+// referral answers a name at or below a delegation (NS records below the zone
+// apex) as CoreDNS's file plugin does: the highest cut's NS records in the authority
+// section, the addresses of its name servers below the cut in the additional
+// section, not authoritative. A DS query at the cut itself is answered by the parent,
+// as any other record.
+//
+// It fills ans (zero on entry) and reports whether name is delegated; its own
+// function, so only blocks with delegations pay for its frame.
+//
+//go:noinline
+func (r *Resolver) referral(t *table, q *Query, name, zone string, ans *Answer) bool {
+	p := t.plan
+	var cut *entry
+	for off, end := 0, false; !end && len(name)-off > len(zone); off, end = dns.NextLabel(name, off) {
+		if e, ok := p.cuts[name[off:]]; ok && (off > 0 || q.Type != dns.TypeDS) {
+			cut = e // keep going: the highest cut wins
+		}
+	}
+	if cut == nil {
+		return false
+	}
+	ans.Rcode, ans.Zone, ans.Referral = dns.RcodeSuccess, zone, true
+	ans.Ns, ans.Scope = r.walk(t, cut, cut.node(dns.TypeNS), q, ans)
+	for _, rr := range ans.Ns {
+		if ns := rr.(*dns.NS).Ns; underZone(strings.ToLower(ns), cut.name()) {
+			ans.Extra = append(ans.Extra, r.addrs(t, q, ns, zone)...)
+		}
+	}
+	return true
+}
+
+// additional returns the A and AAAA records of the block's names that MX and SRV
+// records of rrs point to, each name once, as CoreDNS's file plugin adds them.
+func (r *Resolver) additional(t *table, q *Query, rrs []dns.RR, zone string) []dns.RR {
+	var extra []dns.RR
+	var seen []string
+	for _, rr := range rrs {
+		var name string
+		switch x := rr.(type) {
+		case *dns.MX:
+			name = x.Mx
+		case *dns.SRV:
+			name = x.Target
+		default:
+			continue
+		}
+		name = strings.ToLower(name)
+		if !underZone(name, zone) || slices.Contains(seen, name) {
+			continue
+		}
+		seen = append(seen, name)
+		extra = append(extra, r.addrs(t, q, name, zone)...)
+	}
+	return extra
+}
+
+// addrs returns the A and AAAA records that name (an owner of the block's records,
+// not a wildcard's match) answers for q's client.
+func (r *Resolver) addrs(t *table, q *Query, name, zone string) []dns.RR {
+	e := t.plan.names[name]
+	if e == nil {
+		return nil
+	}
+	var out []dns.RR
+	for _, qt := range [...]uint16{dns.TypeA, dns.TypeAAAA} {
+		if n := e.node(qt); n != nil {
+			var sub Answer
+			rrs, _ := r.walk(t, e, n, q, &sub)
+			out = append(out, rrs...)
+		}
+	}
+	return out
+}
+
+// step answers name (q.Name or a CNAME target) from t into ans, which is zero on entry,
+// without following a CNAME; ans.chase reports that the answer is a CNAME to follow.
+func (r *Resolver) step(t *table, q *Query, name, zone string, ans *Answer) {
+	p := t.plan
+	ans.Rcode, ans.Zone = dns.RcodeSuccess, zone
+	e := p.lookup(name, zone)
+	var n *node
+	if e != nil {
+		if n = e.cname; n == nil {
+			n = e.node(q.Type)
+		}
+	}
+	if n == nil { // NXDOMAIN, or NODATA
+		ans.Ns, ans.Pass = p.neg[zone], true
+		if e == nil && !p.exists[name] && name != zone {
+			ans.Rcode = dns.RcodeNameError
+		}
+		return
+	}
+	ans.RRs, ans.Scope = r.walk(t, e, n, q, ans)
+	if len(ans.RRs) == 0 { // a client-dependent group with no record for this client
+		ans.Ns, ans.leafSet, ans.leaf, ans.resortSet = p.neg[zone], nil, nil, nil
+		return
+	}
+	if e.wild() {
+		ans.RRs = rename(ans.RRs, name)
+	}
+	ans.chase = n == e.cname && q.Type != dns.TypeCNAME
+}
+
+// maxChase is how many CNAMEs a chase follows after the first, as CoreDNS's file
+// plugin does; a longer chain is answered as far as it got.
+const maxChase = 8
+
+// chase follows the CNAME that ans holds through the block's own names, as CoreDNS's
+// file plugin does: each target is answered by its own record for the same client,
+// and the answer's scope is the largest of any step. It stops at a target outside
+// the block's zones or one the next plugin serves (the client's resolver follows
+// it), at a name already in the chain (a loop), and after maxChase steps.
+func (r *Resolver) chase(t *table, q *Query, ans *Answer) {
+	p := t.plan
+	chain := append(make([]dns.RR, 0, len(ans.RRs)+2), ans.RRs...)
+	ans.chase = false
+	for range maxChase {
+		target := chain[len(chain)-1].(*dns.CNAME).Target
+		zone := matchZone(p.zones, target)
+		if zone == "" || inChain(chain, target) {
+			break
+		}
+		if p.cuts != nil {
+			var ref Answer
+			if r.referral(t, q, target, zone, &ref) {
+				ans.Ns, ans.Extra = ref.Ns, ref.Extra // the CNAME, and where its target is delegated
+				break
+			}
+		}
+		var next Answer
+		r.step(t, q, target, zone, &next)
+		if next.Pass && p.fall.Through(target) {
+			break // the next plugin's name: the client's resolver asks for it
+		}
+		chain = append(chain, next.RRs...)
+		ans.Scope = max(ans.Scope, next.Scope)
+		ans.Rcode, ans.Ns = next.Rcode, next.Ns // Zone stays the question's (metrics)
+		if !next.chase {
+			break
+		}
+	}
+	ans.RRs = chain
+}
+
+// inChain reports whether name owns a record of chain.
+func inChain(chain []dns.RR, name string) bool {
+	for _, rr := range chain {
+		if strings.EqualFold(rr.Header().Name, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// glue returns the A and AAAA answers, for q's client, of the in-zone name servers
+// in ns.
+func (r *Resolver) glue(t *table, q *Query, ns []dns.RR, zone string) []dns.RR {
+	var out []dns.RR
+	for _, rr := range ns {
+		out = append(out, r.addrs(t, q, rr.(*dns.NS).Ns, zone)...)
+	}
+	return out
+}
+
+// matchZone returns the longest of zones that contains name ("" for none). Unlike
+// plugin.Zones.Matches it does not allocate; names and zones are lower-cased FQDNs.
+func matchZone(zones []string, name string) string {
+	best := ""
+	for _, z := range zones {
+		if len(z) <= len(best) {
+			continue
+		}
+		if underZone(name, z) {
+			best = z
+		}
+	}
+	return best
+}
+
+// underZone reports whether name is z or below it, without allocating; both are
+// lower-cased FQDNs.
+func underZone(name, z string) bool {
+	return z == "." || name == z || (len(name) > len(z) && name[len(name)-len(z)-1] == '.' && name[len(name)-len(z):] == z)
+}
+
+// lookup finds the entry for name: the exact owner, else the wildcard at the closest
+// encloser (RFC 4592). It does not allocate.
+func (p *plan) lookup(name, zone string) *entry {
+	if e, ok := p.names[name]; ok {
+		return e
+	}
+	if len(p.wild) == 0 {
+		return nil
+	}
+	if len(name) > 2 && name[0] == '*' && name[1] == '.' {
+		if e, ok := p.wild[name[2:]]; ok {
+			return e // the wildcard owner itself, asked literally
+		}
+	}
+	if p.exists[name] {
+		return nil
+	}
+	for off, end := dns.NextLabel(name, 0); !end; off, end = dns.NextLabel(name, off) {
+		parent := name[off:]
+		if e, ok := p.wild[parent]; ok {
+			return e
+		}
+		if p.names[parent] != nil || p.exists[parent] || parent == zone || len(parent) < len(zone) {
+			return nil // the closest encloser has no wildcard
+		}
+	}
+	return nil
+}
+
+// walk descends from n, a node of e, to a leaf: static nodes by their precomputed
+// choice, client dependent ones by ranking for q. scope is the ECS scope of the
+// choices made.
+func (r *Resolver) walk(t *table, e *entry, n *node, q *Query, ans *Answer) (rrs []dns.RR, scope uint8) {
+	for {
+		st := t.state(n.id)
+		ans.leafSet = n.set
+		var i int32
+		switch {
+		case n.dynHealth || n.dynOrder():
+			scope = max(scope, r.nodeScope(n, q))
+			if i = r.pickForClient(t, n, q); i >= 0 && !r.memberOK(t, n, i, q) {
+				ans.resortSet = n.set // chose an unhealthy member: no healthy one applied
+			}
+			if i < 0 {
+				if q.trace != nil {
+					r.explain(t, n, q, -1)
+				}
+				return nil, scope // no record applies to this client: NODATA
+			}
+		case st.mode == pickSet:
+			if st.failOpen {
+				ans.resortSet = n.set
+			}
+			ans.leaf = nil
+			rrs := r.pickSet(t.plan, e, n, st)
+			if q.trace != nil {
+				r.explain(t, n, q, -1)
+			}
+			return rrs, scope
+		default:
+			if st.failOpen {
+				ans.resortSet = n.set
+			}
+			i = r.pick(st)
+		}
+		if q.trace != nil {
+			r.explain(t, n, q, i)
+		}
+		mn := &n.members[i]
+		if mn.child == nil {
+			ans.leaf = mn
+			l := e.leaf(t.plan, n, mn)
+			k := l.values()
+			if k > 1 {
+				return l.rotation(int(r.rand(uint64(k)))), scope
+			}
+			return l.one[:k:k], scope // the one value in place
+		}
+		n = mn.child
+	}
+}
+
+func (r *Resolver) pick(st *nodeState) int32 {
+	switch st.mode {
+	case pickWeight:
+		x := uint32(r.rand(uint64(st.cum[len(st.cum)-1])))
+		lo, hi := 0, len(st.cum)-1
+		for lo < hi { // first cumulative weight above x
+			mid := (lo + hi) / 2
+			if st.cum[mid] > x {
+				hi = mid
+			} else {
+				lo = mid + 1
+			}
+		}
+		return st.cands[lo]
+	case pickUniform:
+		return st.cands[r.rand(uint64(len(st.cands)))]
+	}
+	return st.cands[0]
+}
+
+// maxMultivalue is how many records a multivalue answer holds at most (docs/routing.md#multivalue).
+const maxMultivalue = 8
+
+// pickSet answers a multivalue node: every candidate when there are at most eight, else
+// eight distinct ones at random, in random order. The slice is the response's own.
+func (r *Resolver) pickSet(p *plan, e *entry, n *node, st *nodeState) []dns.RR {
+	k := len(st.cands)
+	var chosen [maxMultivalue]int32
+	if k <= maxMultivalue {
+		copy(chosen[:], st.cands)
+	} else { // reservoir sampling: alloc-free, uniform over 8-subsets
+		copy(chosen[:], st.cands[:maxMultivalue])
+		for i := maxMultivalue; i < k; i++ {
+			if j := r.rand(uint64(i + 1)); j < maxMultivalue {
+				chosen[j] = st.cands[i]
+			}
+		}
+		k = maxMultivalue
+	}
+	for i := k - 1; i > 0; i-- { // shuffle, so the order varies too
+		j := r.rand(uint64(i + 1))
+		chosen[i], chosen[j] = chosen[j], chosen[i]
+	}
+	size := 0
+	for _, i := range chosen[:k] {
+		size += n.members[i].values()
+	}
+	out := make([]dns.RR, 0, size)
+	for _, i := range chosen[:k] {
+		out = append(out, e.leaf(p, n, &n.members[i]).rrs()...)
+	}
+	return out
+}
+
+// rename copies rrs with the owner name set to name (wildcard answers).
+func rename(rrs []dns.RR, name string) []dns.RR {
+	out := make([]dns.RR, len(rrs))
+	for i, rr := range rrs {
+		out[i] = dns.Copy(rr)
+		out[i].Header().Name = name
+	}
+	return out
+}
