@@ -1,20 +1,24 @@
 # Entry points, each self-contained on a fresh machine with Go:
-#   make run   - build CoreDNS with healthroute and serve Corefile.example
-#   make test  - install what the tests need, then run every test with the race detector,
-#                one package at a time (-p 1: the fleet's tests measure seconds at real
-#                timers, and test/ starts many CoreDNS processes; run together on two
-#                cores they slow each other past those bounds), then every fuzz target
-#                for FUZZTIME_SHORT
-#   make fuzz  - run every fuzz target (func Fuzz* in any package) for FUZZTIME
+#   make run       - build CoreDNS with healthroute and serve Corefile.example
+#   make test      - install what the tests need, then run every test with the race detector,
+#                    one package at a time (the fleet's tests measure seconds at real timers,
+#                    and test/ starts many CoreDNS processes; run together on two cores they
+#                    slow each other past those bounds), then every fuzz target for
+#                    FUZZTIME_SHORT
+#   make fuzz      - run every fuzz target (func Fuzz* in any package) for FUZZTIME
+#   make own-build - add healthroute to CoreDNS v1.15.0's own source, as README's Building
+#                    section says, build it and check the plugin is in it
 GO ?= go
 FUZZTIME ?= 30s
 FUZZTIME_SHORT ?= 5s
 
-.PHONY: run test deps build fuzz
-run:
-	$(GO) run ./cmd/coredns -conf Corefile.example
+.PHONY: run test deps build fuzz own-build
+run: build
+	@echo "make run: serving Corefile.example on 127.0.0.1:1053 (status page http://127.0.0.1:8053/); Ctrl-C stops it"
+	@./scripts/serve ./coredns -conf Corefile.example
 
 build:
+	@echo "make: building CoreDNS with healthroute into ./coredns (the first build downloads CoreDNS's modules and compiles them: a minute or two)"
 	$(GO) build -o coredns ./cmd/coredns
 
 deps:
@@ -22,8 +26,11 @@ deps:
 
 test: deps
 	$(GO) vet ./...
-	$(GO) test -race -count=1 -p 1 -timeout 20m ./...
+	GO=$(GO) ./scripts/test
 	GO=$(GO) ./scripts/fuzz $(FUZZTIME_SHORT)
 
 fuzz:
 	GO=$(GO) ./scripts/fuzz $(FUZZTIME)
+
+own-build:
+	GO=$(GO) ./scripts/own-build

@@ -281,6 +281,16 @@ func TestZonesCorefileExample(t *testing.T) {
 	if m := zonesAsk(t, s.Addr, "office.example.org.", dns.TypeA, "192.0.2.0/24"); zonesAddrs(m) != "192.0.2.40" {
 		t.Errorf("office.example.org from 192.0.2.0/24: %v", m.Answer)
 	}
+	// Both blocks name the api address, so the status page and its views show both.
+	var recs struct{ Records []struct{ Name string } }
+	getJSON(t, fmt.Sprintf("http://127.0.0.1:%d/v1/records", ports["8053"]), &recs)
+	seen := map[string]bool{}
+	for _, r := range recs.Records {
+		seen[r.Name] = true
+	}
+	if !seen["www.example.org."] || !seen["www.example.net."] {
+		t.Errorf("/v1/records of Corefile.example names %v, want both blocks' records (www.example.org. and www.example.net.)", seen)
+	}
 }
 
 // TestZonesNextToForwardAndRewrite: with fallthrough, what the block does not define

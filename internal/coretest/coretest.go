@@ -25,6 +25,17 @@ var (
 	buildErr  error
 )
 
+// Main runs a package's tests and then removes the binary Binary built, so that a
+// test run leaves nothing in the temporary directory. A package whose tests start
+// CoreDNS calls it from its TestMain: func TestMain(m *testing.M) { coretest.Main(m) }.
+func Main(m *testing.M) {
+	code := m.Run()
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
+
 // Binary builds cmd/coredns (once per test process) and returns the binary's path.
 func Binary(t testing.TB) string {
 	t.Helper()

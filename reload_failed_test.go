@@ -9,13 +9,13 @@ import (
 	"github.com/healthroute/healthroute/operator"
 )
 
-// TestReviewFailedReloadUndone follows caddy's Restart: the running instance's
+// TestFailedReloadUndone follows caddy's Restart: the running instance's
 // OnRestart, the new instance's OnStartup block by block, then either the old
 // instance's OnShutdown (success) or, when a startup fails, the old instance's
 // OnRestartFailed, with no OnShutdown for the new blocks that did start. Those
 // must be shut down by the registry: otherwise they keep their checks probing and
 // stay on the API, overrides and all, for the life of the process.
-func TestReviewFailedReloadUndone(t *testing.T) {
+func TestFailedReloadUndone(t *testing.T) {
 	target, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

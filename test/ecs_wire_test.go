@@ -11,10 +11,10 @@ import (
 	"github.com/miekg/dns"
 )
 
-// reviewECSQuery is an A query for name with one EDNS option of code 8 whose data
+// ecsQueryWire is an A query for name with one EDNS option of code 8 whose data
 // is written byte for byte: miekg/dns masks the address when it packs an ECS
 // option, so a malformed one has to be built by hand.
-func reviewECSQuery(t *testing.T, name string, data []byte) []byte {
+func ecsQueryWire(t *testing.T, name string, data []byte) []byte {
 	t.Helper()
 	m := new(dns.Msg)
 	m.SetQuestion(name, dns.TypeA)
@@ -31,8 +31,8 @@ func reviewECSQuery(t *testing.T, name string, data []byte) []byte {
 	return append(append(b, opt...), data...)
 }
 
-// reviewExchangeRaw sends one datagram to addr and returns the reply's rcode.
-func reviewExchangeRaw(t *testing.T, addr string, q []byte) int {
+// exchangeRawRcode sends one datagram to addr and returns the reply's rcode.
+func exchangeRawRcode(t *testing.T, addr string, q []byte) int {
 	t.Helper()
 	c, err := net.Dial("udp", addr)
 	if err != nil {
@@ -56,10 +56,10 @@ func reviewExchangeRaw(t *testing.T, addr string, q []byte) int {
 	return int(buf[3] & 0x0f)
 }
 
-// TestReviewECSOnTheWire sends ECS options as a resolver (or an attacker) writes them
+// TestECSOnTheWire sends ECS options as a resolver (or an attacker) writes them
 // to the built server: well-formed ones are answered for the subnet, malformed ones
 // (RFC 7871 section 6) get FORMERR.
-func TestReviewECSOnTheWire(t *testing.T) {
+func TestECSOnTheWire(t *testing.T) {
 	port := coretest.FreePort(t)
 	s := coretest.Start(t, fmt.Sprintf(`example.org:%d {
 	bind 127.0.0.1
@@ -93,13 +93,13 @@ func TestReviewECSOnTheWire(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := reviewExchangeRaw(t, s.Addr, reviewECSQuery(t, "ip.example.org.", tc.data)); got != tc.want {
+			if got := exchangeRawRcode(t, s.Addr, ecsQueryWire(t, "ip.example.org.", tc.data)); got != tc.want {
 				t.Errorf("rcode %s, want %s", dns.RcodeToString[got], dns.RcodeToString[tc.want])
 			}
 		})
 	}
 	// The server still answers after the malformed ones.
-	if got := reviewExchangeRaw(t, s.Addr, reviewECSQuery(t, "ip.example.org.", ecs(1, 24, 0, 10, 1, 2))); got != dns.RcodeSuccess {
+	if got := exchangeRawRcode(t, s.Addr, ecsQueryWire(t, "ip.example.org.", ecs(1, 24, 0, 10, 1, 2))); got != dns.RcodeSuccess {
 		t.Fatalf("after the malformed options: rcode %s", dns.RcodeToString[got])
 	}
 }

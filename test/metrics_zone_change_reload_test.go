@@ -10,11 +10,11 @@ import (
 	"github.com/healthroute/healthroute/internal/coretest"
 )
 
-// TestReview3MetricsZoneChangeReload reloads the real binary (SIGUSR1) into a
+// TestMetricsZoneChangeReload reloads the real binary (SIGUSR1) into a
 // Corefile whose healthroute block gains a zone: every scrape must parse (no
 // answers_total series twice) and the kept member's series must continue from its
 // count before the reload (the new block has a zone in common with the old one).
-func TestReview3MetricsZoneChangeReload(t *testing.T) {
+func TestMetricsZoneChangeReload(t *testing.T) {
 	port, mport := coretest.FreePort(t), coretest.FreePort(t)
 	corefile := func(zones, records string) string {
 		return fmt.Sprintf(`.:%d {

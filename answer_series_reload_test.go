@@ -15,9 +15,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// review3Forget drops every answer count of server, so that a test's blocks leave no
+// forgetAnswerCounts drops every answer count of server, so that a test's blocks leave no
 // series behind for later tests' scrapes.
-func review3Forget(t *testing.T, server string) {
+func forgetAnswerCounts(t *testing.T, server string) {
 	t.Cleanup(func() {
 		counting.mu.Lock()
 		counting.all = slices.DeleteFunc(counting.all, func(qc *queryCounters) bool { return qc.server == server })
@@ -34,20 +34,20 @@ func review3Forget(t *testing.T, server string) {
 	})
 }
 
-// review3Gather scrapes the default registry as the prometheus plugin does: a series
+// gatherDefault scrapes the default registry as the prometheus plugin does: a series
 // reported twice fails the whole scrape.
-func review3Gather(t *testing.T) {
+func gatherDefault(t *testing.T) {
 	t.Helper()
 	if _, err := prometheus.DefaultGatherer.Gather(); err != nil {
 		t.Fatalf("scrape failed: %v", err)
 	}
 }
 
-// TestReview3ReloadChangesZones: a reload that adds a zone to the block (the zones
+// TestAnswerSeriesReloadChangesZones: a reload that adds a zone to the block (the zones
 // are no longer equal, but have one in common) must neither fail the scrape with a
 // series reported twice nor lose the kept member's count, whether the old block shut
 // down before or after the new one's first answer.
-func TestReview3ReloadChangesZones(t *testing.T) {
+func TestAnswerSeriesReloadChangesZones(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
 		server        string
@@ -57,7 +57,7 @@ func TestReview3ReloadChangesZones(t *testing.T) {
 		{"new block answered first", "dns://127.0.0.1:5392", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			review3Forget(t, tc.server)
+			forgetAnswerCounts(t, tc.server)
 			labels := map[string]string{"server": tc.server, "zone": "example.org.", "record": "rz.example.org.", "member": "keep"}
 			old := testHandler(t, `healthroute example.org. {
 				record rz.example.org. weighted {
@@ -84,7 +84,7 @@ func TestReview3ReloadChangesZones(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			review3Gather(t)
+			gatherDefault(t)
 			if got := gatheredCounter(t, "answers_total", labels); got != 5 {
 				t.Errorf("kept member after a reload that added a zone = %v, want 3 + 2", got)
 			}
@@ -92,14 +92,14 @@ func TestReview3ReloadChangesZones(t *testing.T) {
 	}
 }
 
-// TestReview3AliasSharesID: a set identifier may be given both to a member of one
+// TestAnswerSeriesAliasSharesID: a set identifier may be given both to a member of one
 // type and to an alias member of another type of the same record set (they are in
 // different type groups). The two carry the same labels, so they must be one series:
 // a reload's block adopting the old counts must not put them in a second series that
 // the scrape then reports beside the first.
-func TestReview3AliasSharesID(t *testing.T) {
+func TestAnswerSeriesAliasSharesID(t *testing.T) {
 	const server = "dns://127.0.0.1:5393"
-	review3Forget(t, server)
+	forgetAnswerCounts(t, server)
 	block := `healthroute {
 		record ai.example.org. weighted {
 			weight 10 A 192.0.2.1 id x
@@ -116,7 +116,7 @@ func TestReview3AliasSharesID(t *testing.T) {
 	if err := old.OnShutdown(); err != nil {
 		t.Fatal(err)
 	}
-	review3Gather(t)
+	gatherDefault(t)
 	labels := map[string]string{"server": server, "zone": "example.org.", "record": "ai.example.org.", "member": "x"}
 	if got := gatheredCounter(t, "answers_total", labels); got != 3 {
 		t.Errorf("answers_total of member x = %v, want 2 + 1", got)
@@ -126,13 +126,13 @@ func TestReview3AliasSharesID(t *testing.T) {
 	}
 }
 
-// TestReview3ExtraThenDense: an alias into another zone of the block is counted in
+// TestAnswerSeriesExtraThenDense: an alias into another zone of the block is counted in
 // the map by the query's zone; after a reload that drops the target's zone (the
 // target name now lies in the aliasing name's zone) the same labels are counted in
 // the new block's series. The scrape must report them once, with both counts.
-func TestReview3ExtraThenDense(t *testing.T) {
+func TestAnswerSeriesExtraThenDense(t *testing.T) {
 	const server = "dns://127.0.0.1:5394"
-	review3Forget(t, server)
+	forgetAnswerCounts(t, server)
 	records := `
 		record ed.example.org. simple {
 			alias ed.sub.example.org.
@@ -148,7 +148,7 @@ func TestReview3ExtraThenDense(t *testing.T) {
 	}
 	next := testHandler(t, `healthroute example.org. {`+records)
 	seriesAsk(t, next, server, "ed.example.org.", dns.TypeA, 1)
-	review3Gather(t)
+	gatherDefault(t)
 	labels := map[string]string{"server": server, "zone": "example.org.", "record": "ed.sub.example.org.", "member": "m"}
 	if got := gatheredCounter(t, "answers_total", labels); got != 3 {
 		t.Errorf("answers_total through the alias = %v, want 2 + 1", got)
@@ -158,14 +158,14 @@ func TestReview3ExtraThenDense(t *testing.T) {
 	}
 }
 
-// TestReview3LiveSiblings: two blocks on one server with the same zones and records
+// TestAnswerSeriesLiveSiblings: two blocks on one server with the same zones and records
 // (a server block with two keys gets a block per key) both answer; the second adopts
 // the first's counts on its first answer while the first keeps answering. Every
 // answer is counted once, and a scrape reports each series once, before and after
 // both shut down.
-func TestReview3LiveSiblings(t *testing.T) {
+func TestAnswerSeriesLiveSiblings(t *testing.T) {
 	const server = "dns://127.0.0.1:5395"
-	review3Forget(t, server)
+	forgetAnswerCounts(t, server)
 	block := `healthroute example.org. example.net. {
 		record ls.example.org. weighted {
 			weight 10 A 192.0.2.1 id a
@@ -179,7 +179,7 @@ func TestReview3LiveSiblings(t *testing.T) {
 	seriesAsk(t, two, server, "ls.example.net.", dns.TypeA, 3)
 	seriesAsk(t, one, server, "ls.example.org.", dns.TypeA, 1)
 	seriesAsk(t, two, server, "ls.example.org.", dns.TypeA, 1)
-	review3Gather(t)
+	gatherDefault(t)
 	a := map[string]string{"server": server, "zone": "example.org.", "record": "ls.example.org.", "member": "a"}
 	b := map[string]string{"server": server, "zone": "example.net.", "record": "ls.example.net.", "member": "b"}
 	if got := gatheredCounter(t, "answers_total", a); got != 4 {
@@ -193,18 +193,18 @@ func TestReview3LiveSiblings(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	review3Gather(t)
+	gatherDefault(t)
 	if got := gatheredCounter(t, "answers_total", a); got != 4 {
 		t.Errorf("member a after both shut down = %v, want 4", got)
 	}
 }
 
-// TestReview3ChainedReloads: three generations, the oldest still answering after the
+// TestAnswerSeriesChainedReloads: three generations, the oldest still answering after the
 // newest adopted the middle one: its answers reach the newest through the chain,
 // none lost or counted twice, under concurrent answers and scrapes (-race).
-func TestReview3ChainedReloads(t *testing.T) {
+func TestAnswerSeriesChainedReloads(t *testing.T) {
 	const server = "dns://127.0.0.1:5396"
-	review3Forget(t, server)
+	forgetAnswerCounts(t, server)
 	block := func(extra string) string {
 		return `healthroute {
 		` + extra + `
@@ -271,7 +271,7 @@ func TestReview3ChainedReloads(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	review3Gather(t)
+	gatherDefault(t)
 	if got := gatheredCounter(t, "answers_total", p); got != want {
 		t.Errorf("member p after the old generations shut down = %v, want %v", got, want)
 	}
@@ -294,9 +294,9 @@ func seriesAskQuiet(h *HealthRoute, server, name string, qtype uint16, n int) {
 	}
 }
 
-// review3SharedBlock has record sets whose members are written alike (shared Members
+// sharedMembersBlock has record sets whose members are written alike (shared Members
 // and member lists), one of them with a failed check.
-const review3SharedBlock = `healthroute {
+const sharedMembersBlock = `healthroute {
 	check down tcp 127.0.0.1:9
 	record sv-a.example.org. weighted {
 		weight 10 A 192.0.2.1 check down id one
@@ -312,11 +312,11 @@ const review3SharedBlock = `healthroute {
 	}
 }`
 
-// TestReview3SharedViews: record sets that share their members and member list are
+// TestSharedMembersInViews: record sets that share their members and member list are
 // still told apart by the status view and explain, each under its own name, with
 // its own policy and members.
-func TestReview3SharedViews(t *testing.T) {
-	r, cfg := testResolver(t, review3SharedBlock)
+func TestSharedMembersInViews(t *testing.T) {
+	r, cfg := testResolver(t, sharedMembersBlock)
 	if &cfg.Records[0].Members[0] != &cfg.Records[1].Members[0] {
 		t.Fatal("sv-a and sv-b do not share their member list: the test does not test sharing")
 	}
@@ -349,10 +349,10 @@ func TestReview3SharedViews(t *testing.T) {
 	}
 }
 
-// TestReview3ResolverTwice: a second resolver built on one Config (numbering and
+// TestResolverTwiceOnOneConfig: a second resolver built on one Config (numbering and
 // sharing run again) answers exactly as the first and numbers the same series.
-func TestReview3ResolverTwice(t *testing.T) {
-	r1, cfg := testResolver(t, review3SharedBlock)
+func TestResolverTwiceOnOneConfig(t *testing.T) {
+	r1, cfg := testResolver(t, sharedMembersBlock)
 	series, members := cfg.series, slices.Clone(cfg.memberSeries)
 	r2 := NewResolver(cfg)
 	r2.Rand = rand.New(rand.NewPCG(1, 2)).Uint64N
@@ -373,14 +373,14 @@ func TestReview3ResolverTwice(t *testing.T) {
 	}
 }
 
-// TestReview3SeriesLabels: answers of wildcards, a CNAME chase, a name with a
+// TestAnswerSeriesLabels: answers of wildcards, a CNAME chase, a name with a
 // multivalue block beside a block whose member is literally named "multivalue", an
 // NS delegation and several zones in one block are counted under the right labels,
 // once each, on each of two servers, and the scrape reports no series twice.
-func TestReview3SeriesLabels(t *testing.T) {
+func TestAnswerSeriesLabels(t *testing.T) {
 	servers := []string{"dns://127.0.0.1:5397", "dns://[::1]:5397"}
 	for _, s := range servers {
-		review3Forget(t, s)
+		forgetAnswerCounts(t, s)
 	}
 	h := testHandler(t, `healthroute example.org. sub.example.org. example.net. {
 		record *.w.example.org. weighted {
@@ -412,7 +412,7 @@ func TestReview3SeriesLabels(t *testing.T) {
 		seriesAsk(t, h, s, "mvn.example.org.", dns.TypeAAAA, 4)
 		seriesAsk(t, h, s, "x.deleg.sub.example.org.", dns.TypeA, 5)
 	}
-	review3Gather(t)
+	gatherDefault(t)
 	for i, s := range servers {
 		for _, tc := range []struct {
 			zone, record, member string
@@ -435,11 +435,11 @@ func TestReview3SeriesLabels(t *testing.T) {
 	}
 }
 
-// TestReview3ReloadEachBlock reloads each of several tricky blocks into itself (the
+// TestAnswerSeriesReloadEachBlock reloads each of several tricky blocks into itself (the
 // new block adopts the old one's counts) with both answering, every check healthy and
 // then down: every scrape must succeed, and a name's answers must add up across the
 // two generations.
-func TestReview3ReloadEachBlock(t *testing.T) {
+func TestAnswerSeriesReloadEachBlock(t *testing.T) {
 	blocks := []string{
 		"healthroute {\ncheck c tcp 127.0.0.1:9\nrecord m.example.org. multivalue {\nvalue A 192.0.2.1 id multivalue check c\n}\nrecord m.example.org. weighted {\nweight 1 AAAA 2001:db8::1 id multivalue\n}\n}",
 		"healthroute example.org. example.net. {\nrecord a.example.net. simple {\nalias b.example.org.\n}\nrecord b.example.org. weighted {\nweight 1 A 192.0.2.1 id x\nweight 1 AAAA 2001:db8::1 id x\n}\n}",
@@ -448,7 +448,7 @@ func TestReview3ReloadEachBlock(t *testing.T) {
 	}
 	for i, block := range blocks {
 		server := fmt.Sprintf("dns://127.0.0.1:54%02d", i)
-		review3Forget(t, server)
+		forgetAnswerCounts(t, server)
 		old, next := testHandler(t, block), testHandler(t, block)
 		ask := func(h *HealthRoute) {
 			for _, rs := range h.cfg.Records {

@@ -12,11 +12,11 @@ import (
 	"github.com/healthroute/healthroute/internal/coretest"
 )
 
-// TestReviewFailedReloadLeavesNothing: a reload whose second server block cannot
+// TestFailedReloadLeavesNothing: a reload whose second server block cannot
 // start (its api address is taken) keeps the running configuration, and nothing
 // of the first block it had already started stays behind: its new check does not
 // show on the API the running block shares with it.
-func TestReviewFailedReloadLeavesNothing(t *testing.T) {
+func TestFailedReloadLeavesNothing(t *testing.T) {
 	ok := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	defer ok.Close()
 	held, err := net.Listen("tcp", "127.0.0.1:0")

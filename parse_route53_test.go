@@ -132,10 +132,10 @@ func TestRoute53PropertyErrors(t *testing.T) {
 	}
 }
 
-// TestRoute53ReadmeProperty checks README's route53 property example: it answers
+// TestRoute53ReadmeProperty checks docs/route53.md's route53 property example: it answers
 // every name and type as the printed lines of the import example above it do.
 func TestRoute53ReadmeProperty(t *testing.T) {
-	b, err := os.ReadFile("README.md")
+	b, err := os.ReadFile("docs/route53.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func TestRoute53ReadmeProperty(t *testing.T) {
 		}
 	}
 	if property == "" || printed == "" {
-		t.Fatal("README.md lacks the route53 property example or the import's printed lines")
+		t.Fatal("docs/route53.md lacks the route53 property example or the import's printed lines")
 	}
 	rp, pcfg := testResolver(t, property)
 	rh, hcfg := testResolver(t, printed)

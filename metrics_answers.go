@@ -1,0 +1,414 @@
+package healthroute
+
+import (
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/coredns/coredns/plugin"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Answer metrics. answers_total has a series for each member (set identifier) of
+// every record set and for each multivalue set, last_resort_answers_total one for
+// each record name: a large configuration has hundreds of thousands. A CounterVec
+// series costs about 800 bytes and a map entry keyed by the label values about 200,
+// which made them the largest part of such a configuration's memory. So a block
+// numbers its series once (numberSeries), counts on each server into a slice by those
+// numbers, 8 bytes a series, and a scrape walks the configuration in numbering order
+// for the labels. An answer whose query's zone is not its record set's own (an alias
+// into another zone of the block) is the exception, counted in a map by its labels.
+//
+// A reload's block continues the series of the block it replaces (the same server
+// and a zone in common) when it starts, or on its first query on that server if that
+// comes first (adopt): the series it keeps continue, those it dropped go with the old
+// block.
+
+// answerFamily is the collector of one of the two answer metrics.
+type answerFamily struct {
+	desc   *prometheus.Desc
+	which  int // answerSeries or resortSeries
+	labels int
+	mu     sync.Mutex
+	extra  map[[4]string]*atomic.Uint64 // answers out of their record set's zone, by labels
+}
+
+// The two kinds of series a block numbers; queryCounters.c is indexed by them.
+const (
+	answerSeries = iota // answers_total
+	resortSeries        // last_resort_answers_total
+)
+
+func newAnswerFamily(which int, name, help string, labels ...string) *answerFamily {
+	f := &answerFamily{
+		desc:  prometheus.NewDesc(prometheus.BuildFQName(plugin.Namespace, "healthroute", name), help, labels, nil),
+		which: which, labels: len(labels), extra: map[[4]string]*atomic.Uint64{},
+	}
+	prometheus.MustRegister(f)
+	return f
+}
+
+// extraSeries returns the series of labels in the map, creating it the first time.
+func (f *answerFamily) extraSeries(labels ...string) *atomic.Uint64 {
+	var key [4]string
+	copy(key[:], labels)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n, ok := f.extra[key]
+	if !ok {
+		n = new(atomic.Uint64)
+		f.extra[key] = n
+	}
+	return n
+}
+
+// Describe implements prometheus.Collector.
+func (f *answerFamily) Describe(ch chan<- *prometheus.Desc) { ch <- f.desc }
+
+// Collect implements prometheus.Collector: the series counted since the process
+// started, those of blocks a reload replaced included, each once. A server's series
+// may come from more than one source: the map, and the blocks counting there (a
+// reload's block adopts only a block of the same zones, so after a reload that
+// changed them the old block's counts stay beside the new one's). Where a server has
+// several, equal labels are summed: the registry refuses a scrape with a series twice.
+func (f *answerFamily) Collect(ch chan<- prometheus.Metric) {
+	var ms []prometheus.Metric
+	sources := map[string]int{}  // by server
+	var sum map[[4]string]uint64 // the series of servers with several sources
+	metric := func(v uint64, labels ...string) {
+		if sources[labels[0]] > 1 {
+			var k [4]string
+			copy(k[:], labels)
+			if sum == nil {
+				sum = map[[4]string]uint64{}
+			}
+			sum[k] += v
+			return
+		}
+		ms = append(ms, prometheus.MustNewConstMetric(f.desc, prometheus.CounterValue, float64(v), labels[:f.labels]...))
+	}
+	f.mu.Lock()
+	counting.mu.Lock()
+	for labels := range f.extra {
+		sources[labels[0]] = 1
+	}
+	for _, qc := range counting.all {
+		sources[qc.server]++
+	}
+	for labels, n := range f.extra {
+		metric(n.Load(), labels[:]...)
+	}
+	f.mu.Unlock()
+	for _, qc := range counting.all {
+		c := &qc.c[f.which]
+		moved := qc.next.Load() != nil
+		walkSeries(qc.cfg, f.which, func(n int32, zone, record, member string) {
+			if v := c.n[n].Load(); v > 0 && !(moved && c.remap[n] >= 0) { // moved: the successor reports it
+				metric(v, qc.server, zone, record, member)
+			}
+		})
+	}
+	counting.mu.Unlock()
+	for labels, v := range sum {
+		ms = append(ms, prometheus.MustNewConstMetric(f.desc, prometheus.CounterValue, float64(v), labels[:f.labels]...))
+	}
+	for _, m := range ms {
+		ch <- m
+	}
+}
+
+// numberSeries numbers the answer series of cfg's records, in the order walkSeries
+// visits them, and finds each record set's zone. Set identifiers are unique within a
+// record set's members of one type, so only a name with several record sets or types
+// can hold two members of one series; a map finds those.
+func numberSeries(cfg *Config) {
+	blocks := make(map[string]int, len(cfg.Records)) // record sets per name
+	for _, rs := range cfg.Records {
+		blocks[rs.Name]++
+	}
+	resort := make(map[string]int32, len(blocks)) // each name's last-resort series
+	type key struct{ name, id string }
+	var shared map[key]int32 // series of names where members may share one
+	var answers int32
+	series := make([]int32, 0, cfg.memberCount())
+	number := func(rs *RecordSet, id string, single bool) int32 {
+		if single {
+			answers++
+			return answers - 1
+		}
+		if shared == nil {
+			shared = map[key]int32{}
+		}
+		k := key{rs.Name, id}
+		n, ok := shared[k]
+		if !ok {
+			n, answers = answers, answers+1
+			shared[k] = n
+		}
+		return n
+	}
+	for _, rs := range cfg.Records {
+		rs.zone = uint16(max(0, slices.Index(cfg.Zones, matchZone(cfg.Zones, strings.TrimPrefix(rs.Name, "*.")))))
+		n, ok := resort[rs.Name]
+		if !ok {
+			n = int32(len(resort))
+			resort[rs.Name] = n
+		}
+		rs.resort = n
+		single := blocks[rs.Name] == 1 && !mixedTypes(rs)
+		rs.first = int32(len(series))
+		if rs.Policy == Multivalue { // one series for the set; its members never answer alone
+			rs.idx = number(rs, "multivalue", single)
+			for range rs.Members {
+				series = append(series, rs.idx)
+			}
+			continue
+		}
+		for _, m := range rs.Members {
+			series = append(series, number(rs, m.ID, single))
+		}
+	}
+	cfg.memberSeries = series
+	cfg.series = [2]int32{answerSeries: answers, resortSeries: int32(len(resort))}
+}
+
+// memberCount is how many members cfg's record sets hold.
+func (cfg *Config) memberCount() int {
+	n := 0
+	for _, rs := range cfg.Records {
+		n += len(rs.Members)
+	}
+	return n
+}
+
+// mixedTypes reports whether rs has members of more than one type, which may share a
+// set identifier. An alias member's type is the one it answers (0: every type of its
+// target): an alias and a member of another type are in two type groups, so they too
+// may share one.
+func mixedTypes(rs *RecordSet) bool {
+	for _, m := range rs.Members {
+		if m.Type != rs.Members[0].Type {
+			return true
+		}
+	}
+	return false
+}
+
+// walkSeries calls fn with the number and labels of each series of kind which in cfg,
+// once each, in numbering order: the first member (or record set) of a series is the
+// one that numberSeries gave the next number.
+func walkSeries(cfg *Config, which int, fn func(n int32, zone, record, member string)) {
+	next := int32(0)
+	visit := func(n int32, rs *RecordSet, member string) {
+		if n == next {
+			next++
+			fn(n, cfg.Zones[rs.zone], rs.Name, member)
+		}
+	}
+	for _, rs := range cfg.Records {
+		switch {
+		case which == resortSeries:
+			visit(rs.resort, rs, "")
+		case rs.Policy == Multivalue:
+			visit(rs.idx, rs, "multivalue")
+		default:
+			for j, m := range rs.Members {
+				visit(cfg.memberSeries[rs.first+int32(j)], rs, m.ID)
+			}
+		}
+	}
+}
+
+// queryCounters are one block's answer counts on one server, by series number.
+type queryCounters struct {
+	server string
+	cfg    *Config
+	c      [2]seriesCounts // answerSeries, resortSeries
+	// next is the block that adopted these counts on reload: counts that still
+	// arrive here (the old block's queries in flight) are passed on to it.
+	next    atomic.Pointer[queryCounters]
+	retired bool // the block shut down before a successor adopted them; guarded by counting.mu
+}
+
+// seriesCounts is a block's counts of one kind of series.
+type seriesCounts struct {
+	n     []atomic.Uint64 // by series number
+	remap []int32         // once adopted: each series' number in the successor, -1 for a dropped one
+}
+
+// add counts v answers of series n of kind which, where they are counted now.
+func (qc *queryCounters) add(which int, n int32, v uint64) {
+	for {
+		c := &qc.c[which]
+		nx := qc.next.Load()
+		if nx == nil || c.remap[n] < 0 {
+			c.n[n].Add(v)
+			return
+		}
+		qc, n = nx, c.remap[n]
+	}
+}
+
+// counters returns the counters of server, creating them on its first query.
+func (h *HealthRoute) counters(server string) *queryCounters {
+	if qc := h.lastCounters.Load(); qc != nil && qc.server == server {
+		return qc // nearly every block serves one server
+	}
+	v, ok := h.serverCounters.Load(server)
+	if !ok {
+		qc := &queryCounters{server: server, cfg: h.cfg}
+		qc.c[answerSeries].n = make([]atomic.Uint64, h.cfg.series[answerSeries])
+		qc.c[resortSeries].n = make([]atomic.Uint64, h.cfg.series[resortSeries])
+		if v, ok = h.serverCounters.LoadOrStore(server, qc); !ok {
+			counting.add(qc)
+		}
+	}
+	qc := v.(*queryCounters)
+	h.lastCounters.Store(qc)
+	return qc
+}
+
+// counterSets holds every block's query counters, for scrapes.
+type counterSets struct {
+	mu  sync.Mutex
+	all []*queryCounters
+}
+
+var counting counterSets
+
+// add registers qc, adopting the counts of the block it replaces on reload.
+func (cs *counterSets) add(qc *queryCounters) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	cs.all = slices.DeleteFunc(cs.all, func(p *queryCounters) bool {
+		if p.server != qc.server || !replaces(qc.cfg, p) {
+			return false
+		}
+		adopt(p, qc)
+		return p.retired // its block is gone: nothing counts there any more
+	})
+	cs.all = append(cs.all, qc)
+}
+
+// replaces reports whether a block of cfg takes over p: p is another block's, not
+// yet taken over, with a zone in common (a reload that adds or drops a zone keeps
+// counting the records it keeps).
+func replaces(cfg *Config, p *queryCounters) bool {
+	return p.cfg != cfg && p.next.Load() == nil && slices.ContainsFunc(p.cfg.Zones, func(z string) bool { return slices.Contains(cfg.Zones, z) })
+}
+
+// adoptCounters creates h's counters on every server where a block it replaces
+// counted, taking those counts over now: adopt walks both configurations (a few
+// hundred milliseconds at a hundred thousand names), which OnStartup pays rather
+// than the first query after a reload.
+func (h *HealthRoute) adoptCounters() {
+	var servers []string
+	counting.mu.Lock()
+	for _, p := range counting.all {
+		if replaces(h.cfg, p) && !slices.Contains(servers, p.server) {
+			servers = append(servers, p.server)
+		}
+	}
+	counting.mu.Unlock()
+	for _, s := range servers {
+		h.counters(s)
+	}
+}
+
+// shutdown ends the counters of cfg's block: those adopted by a successor pass on
+// what arrived since and go; the others stay, retired, for a successor to adopt.
+func (cs *counterSets) shutdown(cfg *Config) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	cs.all = slices.DeleteFunc(cs.all, func(p *queryCounters) bool {
+		if p.cfg != cfg {
+			return false
+		}
+		if p.next.Load() == nil {
+			p.retired = true
+			return false
+		}
+		p.sweep()
+		return true
+	})
+}
+
+// adopt makes qc the successor of p: each series of p that qc's configuration has
+// (the same zone, record and member) continues there.
+func adopt(p, qc *queryCounters) {
+	for which := range p.c {
+		num := make(map[[3]string]int32, qc.cfg.series[which])
+		walkSeries(qc.cfg, which, func(n int32, zone, record, member string) { num[[3]string{zone, record, member}] = n })
+		remap := make([]int32, len(p.c[which].n))
+		walkSeries(p.cfg, which, func(n int32, zone, record, member string) {
+			if j, ok := num[[3]string{zone, record, member}]; ok {
+				remap[n] = j
+			} else {
+				remap[n] = -1
+			}
+		})
+		p.c[which].remap = remap
+	}
+	p.next.Store(qc)
+	p.sweep()
+}
+
+// sweep moves p's counts of the series its successor continues there.
+func (p *queryCounters) sweep() {
+	nx := p.next.Load()
+	for which := range p.c {
+		c := &p.c[which]
+		for n, j := range c.remap {
+			if j >= 0 {
+				if v := c.n[n].Swap(0); v > 0 {
+					nx.add(which, j, v)
+				}
+			}
+		}
+	}
+}
+
+// count records one answer's metrics. The common case, one member's answer in its
+// record set's zone on the block's one server, is inlined into the query path; the
+// rest, with its larger frame, runs only when needed.
+func (h *HealthRoute) count(server string, ans *Answer) {
+	if ans.leafSet == nil && ans.resortSet == nil {
+		return
+	}
+	if qc := h.lastCounters.Load(); qc != nil && qc.server == server && ans.leaf != nil && ans.resortSet == nil &&
+		qc.next.Load() == nil && ans.Zone == h.cfg.Zones[ans.leafSet.zone] {
+		qc.c[answerSeries].n[ans.leaf.series].Add(1)
+		return
+	}
+	h.countSlow(server, ans)
+}
+
+// countSlow is count's general case: a first answer on a server, a multivalue or
+// last-resort answer, an answer out of its record set's zone, counts adopted.
+//
+//go:noinline
+func (h *HealthRoute) countSlow(server string, ans *Answer) {
+	qc := h.counters(server)
+	if set := ans.leafSet; set != nil {
+		n, id := set.idx, "multivalue"
+		if mn := ans.leaf; mn != nil {
+			n, id = mn.series, mn.m.ID
+		}
+		if ans.Zone == h.cfg.Zones[set.zone] {
+			qc.add(answerSeries, n, 1)
+		} else {
+			answersTotal.extraSeries(server, ans.Zone, set.Name, id).Add(1)
+		}
+	}
+	if set := ans.resortSet; set != nil {
+		if ans.Zone == h.cfg.Zones[set.zone] {
+			qc.add(resortSeries, set.resort, 1)
+		} else {
+			lastResortTotal.extraSeries(server, ans.Zone, set.Name).Add(1)
+		}
+	}
+}
+
+// observePublication is the resolver's publish hook: it times the compilation,
+// counts the publication, sets the check gauges and logs, once per change and not
