@@ -9,13 +9,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/healthroute/healthroute/internal/coretest"
 	"github.com/healthroute/healthroute/view"
 )
 
 // TestParseRefusesHalfApplied: what used to be accepted and silently ignored or
 // overwritten is refused with the file, the line and what was expected.
 func TestParseRefusesHalfApplied(t *testing.T) {
-	tok := writeFile(t, "token", "0123456789abcdef\n")
+	tok := coretest.WriteFile(t, "token", "0123456789abcdef\n")
 	checkParseErrors(t, []parseErrorCase{
 		{"second healthroute", "healthroute {\nttl 5\n}\nhealthroute {\nttl 6\n}", 4, "healthroute is given twice in this server block (first at line 1), expected one healthroute block"},
 		{"second bare healthroute", "healthroute\nhealthroute", 2, "healthroute is given twice"},
@@ -43,8 +44,8 @@ func TestParseRefusesHalfApplied(t *testing.T) {
 		{"block after ttl", "healthroute {\nttl 5 {\n}\n}", 2, "ttl: unexpected '{', expected the end of the line (ttl takes no block)"},
 		{"block after region", "healthroute {\nregion r 1 2 {\n}\n}", 2, "region takes no block"},
 		{"argument to fleet", "healthroute {\nfleet x {\n}\n}", 2, "Wrong argument count"},
-		{"short token", "healthroute {\napi 127.0.0.1:1 {\ntoken_file " + writeFile(t, "short", "tooshort\n") + "\n}\n}", 3, "holds a token of 8 characters, expected at least 16"},
-		{"blank token", "healthroute {\napi 127.0.0.1:1 {\ntoken_file " + writeFile(t, "blank", " \n") + "\n}\n}", 3, "holds a token of 0 characters, expected at least 16"},
+		{"short token", "healthroute {\napi 127.0.0.1:1 {\ntoken_file " + coretest.WriteFile(t, "short", "tooshort\n") + "\n}\n}", 3, "holds a token of 8 characters, expected at least 16"},
+		{"blank token", "healthroute {\napi 127.0.0.1:1 {\ntoken_file " + coretest.WriteFile(t, "blank", " \n") + "\n}\n}", 3, "holds a token of 0 characters, expected at least 16"},
 	})
 }
 
@@ -93,7 +94,7 @@ func TestParseRefusesBadNumbers(t *testing.T) {
 func TestLatencyTableRefusesBadCells(t *testing.T) {
 	var cases []parseErrorCase
 	for _, cell := range []string{"NaN", "nan", "Inf", "-Inf", "+Infinity", "-1", "4294967.5", "1e300", "0x10", "ten"} {
-		table := writeFile(t, "table.csv", "client_cidr,region,milliseconds\n192.0.2.0/24,r,"+cell+"\n")
+		table := coretest.WriteFile(t, "table.csv", "client_cidr,region,milliseconds\n192.0.2.0/24,r,"+cell+"\n")
 		cases = append(cases, parseErrorCase{"cell " + cell,
 			"healthroute {\nregion r 1 2\nlatency_table " + table + "\nrecord l.example.org. latency {\nregion r A 192.0.2.1\n}\n}",
 			3, "latency_table: " + table + ":2: invalid milliseconds '" + cell + "', expected a number from 0 to 4294967"})
@@ -164,7 +165,7 @@ func TestParseRefusesExponentialChecks(t *testing.T) {
 // disable overrides), it authorises nothing, not even an empty bearer token.
 func TestOverrideRefusesShortTokenAfterRotation(t *testing.T) {
 	op, h := statusServer(t, explainBlock)
-	token := writeFile(t, "token", "0123456789abcdef0123\n")
+	token := coretest.WriteFile(t, "token", "0123456789abcdef0123\n")
 	api := op.Handler(token)
 	post := func(bearer string) int {
 		req := httptest.NewRequest(http.MethodPost, "/v1/checks/c1/override", strings.NewReader("unhealthy"))

@@ -88,7 +88,7 @@ func TestShutdownLeavesNoGoroutine(t *testing.T) {
 		}
 	}()
 	before := runtime.NumGoroutine()
-	table := writeFile(t, "lat.csv", "192.0.2.0/24,a,1\n")
+	table := coretest.WriteFile(t, "lat.csv", "192.0.2.0/24,a,1\n")
 	api := coretest.FreePort(t)
 	h := testHandler(t, fmt.Sprintf(`healthroute {
 		api 127.0.0.1:%d

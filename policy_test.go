@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/healthroute/healthroute/internal/coretest"
 	"github.com/miekg/dns"
 )
 
@@ -17,15 +17,6 @@ import (
 func ask(r *Resolver, name, client string, loc Location) (string, Answer) {
 	ans := r.Resolve(Query{Name: name, Type: dns.TypeA, Client: netip.MustParsePrefix(client), Loc: loc})
 	return strings.Join(rrValues(ans.RRs), ","), ans
-}
-
-func writeFile(t testing.TB, name, content string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
 
 const latencyCSV = `client_cidr,region,milliseconds
@@ -43,7 +34,7 @@ const latencyCSV = `client_cidr,region,milliseconds
 // TestLatency covers docs/routing.md#latency: ranking by table, distance or order; next-best
 // when unhealthy; lowest latency when all are.
 func TestLatency(t *testing.T) {
-	table := writeFile(t, "latency.csv", latencyCSV)
+	table := coretest.WriteFile(t, "latency.csv", latencyCSV)
 	records := `
 		region us-east-1 38.9 -77.0
 		region eu-west-1 53.3 -6.3
@@ -101,7 +92,7 @@ func TestLatency(t *testing.T) {
 
 // TestLatencyTableReload checks that a changed latency_table file is picked up.
 func TestLatencyTableReload(t *testing.T) {
-	table := writeFile(t, "latency.csv", "192.0.2.0/24,a,10\n192.0.2.0/24,b,20\n")
+	table := coretest.WriteFile(t, "latency.csv", "192.0.2.0/24,a,10\n192.0.2.0/24,b,20\n")
 	r, _ := testResolver(t, "healthroute {\nlatency_table "+table+`
 		record lat.example.org. latency {
 			region a A 192.0.2.1
@@ -338,7 +329,7 @@ func BenchmarkResolveLatencyTree(b *testing.B) {
 	for i := range 10000 {
 		fmt.Fprintf(&csv, "10.%d.%d.0/24,us,%d\n10.%d.%d.0/24,eu,%d\n", i/256, i%256, 10+i%50, i/256, i%256, 30)
 	}
-	table := writeFile(b, "lat.csv", csv.String())
+	table := coretest.WriteFile(b, "lat.csv", csv.String())
 	r, cfg := testResolver(b, "healthroute {\nlatency_table "+table+checks+`
 		record www.example.org. latency {
 			region us alias us.example.org.

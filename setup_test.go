@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/healthroute/healthroute/health"
+	"github.com/healthroute/healthroute/internal/coretest"
 )
 
 func TestParseValid(t *testing.T) {
@@ -99,7 +100,7 @@ func TestParseValid(t *testing.T) {
 // TestParseOneLineBlocks: README writes `api ADDRESS [{ token_file FILE }]`; a
 // block on one line must parse like one spread over several.
 func TestParseOneLineBlocks(t *testing.T) {
-	tok := writeFile(t, "token", "0123456789abcdef0123\n")
+	tok := coretest.WriteFile(t, "token", "0123456789abcdef0123\n")
 	cfg := mustParse(t, `healthroute {
 		api 127.0.0.1:8053 { token_file `+tok+` }
 		check c tcp 127.0.0.1:80 { interval 1s }

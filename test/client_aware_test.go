@@ -64,7 +64,7 @@ func queryECS(t *testing.T, addr, name, prefix string) (string, *dns.EDNS0_SUBNE
 // database) placed before healthroute and ECS queries from different subnets.
 func TestEndToEndClientAware(t *testing.T) {
 	port := coretest.FreePort(t)
-	table := writeFile(t, "latency.csv", "198.51.100.0/24,us-east-1,5\n198.51.100.0/24,eu-west-2,90\n")
+	table := coretest.WriteFile(t, "latency.csv", "198.51.100.0/24,us-east-1,5\n198.51.100.0/24,eu-west-2,90\n")
 	corefile := fmt.Sprintf(`example.org:%d {
 	bind 127.0.0.1
 	metadata

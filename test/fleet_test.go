@@ -48,7 +48,7 @@ func TestEndToEndFleet(t *testing.T) {
 
 	key := make([]byte, 32)
 	rand.Read(key)
-	keyFile := writeFile(t, "gossip.key", base64.StdEncoding.EncodeToString(key)+"\n")
+	keyFile := coretest.WriteFile(t, "gossip.key", base64.StdEncoding.EncodeToString(key)+"\n")
 	gossipA, gossipB := coretest.FreePort(t), coretest.FreePort(t)
 	corefile := func(name string, port, api, bind, join int) string {
 		return fmt.Sprintf(`example.org:%d {

@@ -152,14 +152,3 @@ func series(fams map[string]*dto.MetricFamily, name string) string {
 
 // lintFamilies lints the healthroute metric families (coretest.LintFamilies).
 var lintFamilies = coretest.LintFamilies
-
-// writeFile writes content to a file named name in a fresh temporary directory and
-// returns its path.
-func writeFile(t testing.TB, name, content string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}

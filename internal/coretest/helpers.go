@@ -1,6 +1,8 @@
 package coretest
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -47,4 +49,15 @@ func LintFamilies(t testing.TB, fams []*dto.MetricFamily) {
 	for _, p := range problems {
 		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
 	}
+}
+
+// WriteFile writes content to a file named name in a fresh temporary directory and
+// returns its path.
+func WriteFile(t testing.TB, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
