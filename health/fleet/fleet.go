@@ -238,12 +238,11 @@ func (f *Fleet) Start() error {
 	if !addr.IsValid() {
 		addr = netip.IPv4Unspecified()
 	}
-	nt, err := memberlist.NewNetTransport(&memberlist.NetTransportConfig{
-		BindAddrs: []string{addr.String()}, BindPort: int(f.cfg.Bind.Port()), Logger: mc.Logger})
+	nt, err := newTransport(netip.AddrPortFrom(addr, f.cfg.Bind.Port()), f.cfg.Key, mc.Logger)
 	if err != nil {
 		return fmt.Errorf("fleet: bind %s: %w", f.cfg.Bind, err)
 	}
-	mc.BindAddr, mc.BindPort = addr.String(), nt.GetAutoBindPort()
+	mc.BindAddr, mc.BindPort = addr.String(), nt.Port()
 	mc.AdvertisePort = mc.BindPort
 	if !addr.IsUnspecified() {
 		mc.AdvertiseAddr = addr.String()
