@@ -195,7 +195,7 @@ func start(t *testing.T, n *netsim, m member) *Fleet {
 	}
 	if n != nil {
 		cfg.wrap = func(nt memberlist.NodeAwareTransport) memberlist.NodeAwareTransport {
-			port := nt.(*memberlist.NetTransport).GetAutoBindPort()
+			port := nt.(*transport).Port()
 			self := netip.AddrPortFrom(m.bind.Addr(), uint16(port)).String()
 			return &simTransport{NodeAwareTransport: nt, net: n, self: self}
 		}

@@ -80,7 +80,8 @@ func TestIdleConnectionsToTheGossipPort(t *testing.T) {
 }
 
 // TestGarbageDatagramsLogSparingly sends 20,000 datagrams that are not gossip to a
-// member: they are counted, and at most logBurst lines are logged.
+// member: they are counted (as gossip errors and as dropped invalid datagrams), and
+// at most logBurst lines are logged.
 func TestGarbageDatagramsLogSparingly(t *testing.T) {
 	f, err := New(Config{Name: "a", Key: testKey, Bind: netipLoopback0()})
 	if err != nil {
@@ -100,6 +101,7 @@ func TestGarbageDatagramsLogSparingly(t *testing.T) {
 	}
 	t.Cleanup(f.Stop)
 	before := testutil.ToFloat64(gossipErrors)
+	droppedBefore := testutil.ToFloat64(droppedInvalid)
 	c, err := net.Dial("udp", f.Addr())
 	if err != nil {
 		t.Fatal(err)
@@ -115,6 +117,9 @@ func TestGarbageDatagramsLogSparingly(t *testing.T) {
 	waitFor(t, 10*time.Second, "the member counts the garbage", func() bool {
 		return testutil.ToFloat64(gossipErrors)-before >= 1000
 	})
+	if d := testutil.ToFloat64(droppedInvalid) - droppedBefore; d < 1000 {
+		t.Errorf("%.0f datagrams counted as dropped invalid, want the garbage counted there too", d)
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	t.Logf("%.0f gossip errors counted, %d lines logged", testutil.ToFloat64(gossipErrors)-before, len(lines))

@@ -27,6 +27,11 @@ var datagramsDropped = promauto.NewCounterVec(prometheus.CounterOpts{
 	Help:      "Counter of gossip datagrams dropped before memberlist saw them, by reason: invalid (not a member's: does not authenticate with the key, or not a gossip message) or pace (over one source's pace).",
 }, []string{"reason"})
 
+var (
+	droppedInvalid = datagramsDropped.WithLabelValues("invalid")
+	droppedPace    = datagramsDropped.WithLabelValues("pace")
+)
+
 // transport is the fleet's memberlist transport: TCP as memberlist's own NetTransport
 // handles it, and UDP read so that a datagram that cannot be a member's costs as
 // little as the kernel's read of it. memberlist's NetTransport allocates a fresh
@@ -50,6 +55,9 @@ type transport struct {
 
 	dropped   atomic.Uint64 // datagrams dropped as not a member's
 	throttled atomic.Uint64 // datagrams dropped over a source's pace
+	logged    time.Time     // readLoop: when the drops were last logged
+	unlogged  uint64        // readLoop: drops since then
+	lastDrop  netip.AddrPort
 
 	mu     sync.Mutex // guards the pace of each source
 	window time.Time
@@ -238,12 +246,15 @@ func (t *transport) readLoop() {
 		var ok bool
 		if ok, scratch = t.member(buf[:n], scratch); !ok {
 			t.dropped.Add(1)
-			datagramsDropped.WithLabelValues("invalid").Inc()
+			droppedInvalid.Inc()
+			gossipErrors.Inc()
+			t.drop(from, now)
 			continue
 		}
 		if !t.pace(from.Addr().Unmap(), now) {
 			t.throttled.Add(1)
-			datagramsDropped.WithLabelValues("pace").Inc()
+			droppedPace.Inc()
+			t.drop(from, now)
 			continue
 		}
 		pkt := &memberlist.Packet{Buf: append([]byte(nil), buf[:n]...), From: net.UDPAddrFromAddrPort(from), Timestamp: now}
@@ -253,6 +264,21 @@ func (t *transport) readLoop() {
 			return
 		}
 	}
+}
+
+// dropLogEvery is how often dropped datagrams are logged, as one line that counts them.
+const dropLogEvery = 10 * time.Second
+
+// drop notes a dropped datagram; once every dropLogEvery, one line says how many were
+// dropped since the last, so that a flood costs no formatting per datagram.
+func (t *transport) drop(from netip.AddrPort, now time.Time) {
+	t.unlogged++
+	t.lastDrop = from
+	if now.Sub(t.logged) < dropLogEvery {
+		return
+	}
+	t.logs.Printf("[WARN] fleet: dropped %d gossip datagrams that were not a member's or came too fast (the last from %s)", t.unlogged, t.lastDrop)
+	t.unlogged, t.logged = 0, now
 }
 
 // member reports whether b can be a datagram from a member: with a key, it decrypts
