@@ -131,6 +131,8 @@ type Step struct {
 	// step), ScopeReason why.
 	Scope       uint8       `json:"ecs_scope"`
 	ScopeReason string      `json:"ecs_scope_reason"`
+	// Location is the query's location for an azaffinity step, and where it came from.
+	Location string `json:"location,omitempty"`
 	Members     []Candidate `json:"members"`
 }
 
