@@ -279,6 +279,7 @@ var checkOptions = map[string][]health.Type{
 	"tls":               {health.GRPC},
 	"query":             {health.Prometheus},
 	"insufficient_data": {health.Prometheus},
+	"regions":           probed,
 	"invert":            nil,
 	"disabled":          nil,
 }
@@ -429,6 +430,8 @@ func parseCheck(c *caddy.Controller, cfg *Config, args []string) (*health.Spec, 
 			return flag(&s.Disabled)
 		case "tls":
 			return flag(&s.TLS)
+		case "regions":
+			return parseCheckRegions(c, s, a)
 		case "insufficient_data":
 			v, err := oneArg(c, a)
 			if err != nil {

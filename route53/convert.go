@@ -206,6 +206,9 @@ func policyOf(rs *ResourceRecordSet) ([]string, string) {
 	if rs.MultiValueAnswer != nil && *rs.MultiValueAnswer {
 		p = append(p, "multivalue")
 	}
+	if rs.AZAffinity != nil {
+		p = append(p, "azaffinity")
+	}
 	if len(p) == 0 {
 		return p, "simple"
 	}
@@ -343,6 +346,8 @@ func (c *converter) policyKey(rs *ResourceRecordSet, policy string) (string, err
 		return "cidr " + strings.Join(s, ","), nil
 	case "multivalue":
 		return "value", nil
+	case "azaffinity":
+		return azAffinityKey(rs.AZAffinity)
 	}
 	return "", nil
 }
