@@ -6,9 +6,10 @@ import (
 )
 
 // checkFields returns the check options of the health check fields that are not
-// about what is probed: Regions becomes `regions` (kept, not used yet), and the
-// fields without an equivalent draw a warning (see docs/az-affinity.md and the
-// table in docs/traffic-flow.md).
+// about what is probed: Regions becomes `regions` (kept, not used yet, with a
+// warning), MeasureLatency draws a warning, and the HealthThreshold edge cases are
+// named in one (the table in
+// docs/traffic-flow.md lists every field).
 func (c *converter) checkFields(hc *HealthCheck) []string {
 	cfg := &hc.HealthCheckConfig
 	var opts []string
@@ -21,7 +22,7 @@ func (c *converter) checkFields(hc *HealthCheck) []string {
 		c.warnf("health check %s: Regions %s kept as `regions`, not used yet: every healthroute instance that has the check probes it", hc.Id, strings.Join(rs, ", "))
 	}
 	if cfg.MeasureLatency != nil && *cfg.MeasureLatency {
-		c.warnf("health check %s: MeasureLatency has no equivalent: healthroute does not publish probe latency", hc.Id)
+		c.warnf("health check %s: MeasureLatency has no equivalent (it changes no answer): healthroute does not measure probe latency", hc.Id)
 	}
 	if cfg.InsufficientDataHealthStatus != "" {
 		c.warnf("health check %s: InsufficientDataHealthStatus applies to CloudWatch alarm checks only; left out", hc.Id)
@@ -43,7 +44,7 @@ func (c *converter) checkFields(hc *HealthCheck) []string {
 func (c *converter) noDataUnhealthy(hc *HealthCheck) bool {
 	cfg := &hc.HealthCheckConfig
 	if cfg.MeasureLatency != nil && *cfg.MeasureLatency {
-		c.warnf("health check %s: MeasureLatency has no equivalent: healthroute does not publish probe latency", hc.Id)
+		c.warnf("health check %s: MeasureLatency has no equivalent (it changes no answer): healthroute does not measure probe latency", hc.Id)
 	}
 	switch cfg.InsufficientDataHealthStatus {
 	case "", "Healthy", "LastKnownStatus":
