@@ -78,6 +78,11 @@ type Input struct {
 	// BlockTTL leaves the `ttl` lines out, so that every answer carries the
 	// healthroute block's ttl.
 	BlockTTL bool
+	// TrafficPolicies are traffic policy versions, and PolicyRecords the policy
+	// records that bind them to names: each becomes the record sets of its document
+	// (docs/traffic-flow.md).
+	TrafficPolicies []TrafficPolicy
+	PolicyRecords   []PolicyRecord
 }
 
 // Result is the Corefile text of a converted zone.
