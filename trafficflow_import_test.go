@@ -2,6 +2,7 @@ package healthroute
 
 import (
 	"net/netip"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -130,5 +131,53 @@ func TestTrafficFlowServed(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(res.Warnings, "\n"), "left out 1 record set that a policy record made") {
 		t.Errorf("warnings %q, want the zone's record set of policy record pi-www left out", res.Warnings)
+	}
+}
+
+// TestTrafficFlowRoute53Property loads the same files through the route53 property
+// (traffic_policy and policy_records lines) and answers as the hand-written Corefile;
+// a document it cannot reproduce is refused naming the property's line and the rule.
+func TestTrafficFlowRoute53Property(t *testing.T) {
+	abs := func(p string) string {
+		a, err := filepath.Abs("route53/testdata/trafficflow/" + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	block := `healthroute example.com {
+	route53 {
+		records ` + abs("records.json") + `
+		health_checks ` + abs("checks.json") + `
+		traffic_policy ` + abs("failover.policy.json") + `
+		traffic_policy tp-geo=` + abs("geo.document.json") + `
+		traffic_policy ` + abs("versions.policy.json") + `
+		policy_records ` + abs("instances.json") + `
+	}
+}`
+	cfg, err := route53Parse(t, block)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loaded := NewResolver(cfg)
+	hand, hcfg := testResolver(t, trafficFlowHandWritten)
+	first := func(uint64) uint64 { return 0 }
+	loaded.Rand, hand.Rand = first, first
+	loaded.Publish(snapshot(cfg, "hc-web-1", "hc-dublin"))
+	hand.Publish(snapshot(hcfg, "web1", "dublin"))
+	for _, n := range []string{"www", "geo", "mv", "one", "static"} {
+		for _, loc := range []Location{{Country: "IE", Continent: "EU", Lat: 53.3, Lon: -6.3, HasCoords: true}, {Country: "US", Continent: "NA", Lat: 40, Lon: -80, HasCoords: true}} {
+			q := Query{Name: n + ".example.com.", Type: dns.TypeA, Client: testClient, Loc: loc}
+			if g, w := route53Answer(loaded.Resolve(q)), route53Answer(hand.Resolve(q)); g != w {
+				t.Errorf("%s from %s: loaded answers\n%s\nhand-written\n%s", n, loc.Country, g, w)
+			}
+		}
+	}
+
+	bad := writeFile(t, "bad.json", `{"AWSPolicyFormatVersion":"2015-10-01","RecordType":"A","StartRule":"top","Endpoints":{},"Rules":{"top":{"RuleType":"cidr"}}}`)
+	records := writeFile(t, "pi.json", `[{"Name":"www.example.com.","TTL":60,"TrafficPolicyId":"tp-bad","TrafficPolicyVersion":1}]`)
+	_, err = route53Parse(t, "healthroute example.com {\n\troute53 {\n\t\trecords "+abs("records.json")+"\n\t\ttraffic_policy tp-bad="+bad+"\n\t\tpolicy_records "+records+"\n\t}\n}")
+	if err == nil || !strings.Contains(err.Error(), "Testfile:2 - Error during parsing: route53:") || !strings.Contains(err.Error(), `rule "top": RuleType "cidr": not supported`) {
+		t.Errorf("bad document: %v, want the route53 line and the rule", err)
 	}
 }
