@@ -3,6 +3,7 @@ package healthroute
 import (
 	"net/netip"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -112,6 +113,37 @@ func TestRoute53AZAffinityRoundTrip(t *testing.T) {
 		"hc-cw-unhealthy: a CLOUDWATCH_METRIC (CloudWatch alarm queue-depth in us-east-1) cannot be observed from here; imported as a disabled, inverted check, always unhealthy"} {
 		if !strings.Contains(strings.Join(res.Warnings, "\n"), w) {
 			t.Errorf("no warning %q in\n%s", w, strings.Join(res.Warnings, "\n"))
+		}
+	}
+}
+
+// TestRoute53AZAffinityProperty loads the AZ-affinity zone through the route53
+// property beside the block's own location line, and answers as the hand-written
+// Corefile with the same line.
+func TestRoute53AZAffinityProperty(t *testing.T) {
+	dir, err := filepath.Abs("route53/testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := route53Parse(t, "healthroute example.com {\n\tlocation zone_group us-east-1-zg-1\n\troute53 {\n\t\trecords "+
+		dir+"/azaffinity.records.json\n\t\thealth_checks "+dir+"/azaffinity.checks.json\n\t}\n}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	loaded := NewResolver(cfg)
+	hand, hcfg := testResolver(t, "healthroute example.com {\nlocation zone_group us-east-1-zg-1\n"+azImportHandWritten+"}")
+	for _, down := range [][]string{nil, {"zg"}, {"zg", "reg"}, {"zg", "reg", "part"}} {
+		var idown []string
+		for _, d := range down {
+			idown = append(idown, "hc-"+d)
+		}
+		loaded.Publish(snapshot(cfg, idown...))
+		hand.Publish(snapshot(hcfg, down...))
+		for _, n := range []string{"svc", "app", "edge", "cw", "cw2"} {
+			q := Query{Name: n + ".example.com.", Type: dns.TypeA, Client: testClient}
+			if g, w := route53Answer(loaded.Resolve(q)), route53Answer(hand.Resolve(q)); g != w {
+				t.Errorf("%v down, %s: loaded answers\n%s\nhand-written\n%s", down, n, g, w)
+			}
 		}
 	}
 }

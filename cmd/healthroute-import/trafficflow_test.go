@@ -40,3 +40,18 @@ func TestTrafficPolicyFlags(t *testing.T) {
 		t.Errorf("bad document: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 }
+
+// TestAZAffinityImport: the command prints AZ-affinity record sets and the new health
+// check fields as the package's golden file holds them.
+func TestAZAffinityImport(t *testing.T) {
+	dir := "../../route53/testdata/"
+	stdout, stderr, code := runImport(t, "-records", dir+"azaffinity.records.json", "-checks", dir+"azaffinity.checks.json")
+	golden, err := os.ReadFile(dir + "azaffinity.golden")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _, _ := strings.Cut(string(golden), "-- warnings --\n")
+	if code != 0 || stdout != want || !strings.Contains(stderr, "kept as `regions`, not used yet") {
+		t.Errorf("exit %d, stdout:\n%s\nwant:\n%s\nstderr: %s", code, stdout, want, stderr)
+	}
+}
