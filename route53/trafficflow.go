@@ -271,9 +271,6 @@ func policyRecordSets(in *Input) ([]ResourceRecordSet, []tfOrigin, map[string]bo
 
 // build decodes the document and makes its record sets.
 func (b *tfBuild) build(p *TrafficPolicy) error {
-	if p.Type != "" && b.doc.RecordType == "" {
-		b.doc.RecordType = p.Type
-	}
 	d := json.NewDecoder(strings.NewReader(p.Document))
 	d.DisallowUnknownFields()
 	if err := d.Decode(&b.doc); err != nil {
