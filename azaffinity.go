@@ -2,6 +2,7 @@ package healthroute
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -71,6 +72,7 @@ type azConfig struct {
 	server   *azKey             // `location`: the server's own location; nil: unknown
 	clients  []azClient         // `client_location` lines, in order
 	declared map[string]azChain // `az_location` lines, by AZ ID
+	declPos  map[string]pos     // and where each was given
 	where    map[*azKey]pos     // each key's line, for errors found after the block
 }
 
@@ -91,7 +93,7 @@ type azClient struct {
 // or `az_location AZ_ID ZONE_GROUP REGION PARTITION` into cfg.
 func parseAZLine(c *caddy.Controller, cfg *Config, key string, args []string) error {
 	if cfg.AZ == nil {
-		cfg.AZ = &azConfig{declared: map[string]azChain{}, where: map[*azKey]pos{}}
+		cfg.AZ = &azConfig{declared: map[string]azChain{}, declPos: map[string]pos{}, where: map[*azKey]pos{}}
 	}
 	az := cfg.AZ
 	here := pos{c.File(), c.Line()}
@@ -145,7 +147,7 @@ func parseAZLine(c *caddy.Controller, cfg *Config, key string, args []string) er
 		if _, dup := az.declared[ch[0]]; dup {
 			return c.Errf("az_location: %s is given twice, expected one line per AZ ID", ch[0])
 		}
-		az.declared[ch[0]] = ch
+		az.declared[ch[0]], az.declPos[ch[0]] = ch, here
 	}
 	return nil
 }
@@ -259,13 +261,18 @@ func digits(s string) bool {
 // consistent refuses az_location lines that place one zone group or region in two
 // different containing locations.
 func (az *azConfig) consistent() error {
-	parent := map[string]azChain{}
-	for _, d := range az.declared {
+	parent := map[string]string{} // zone group or region -> the AZ whose line placed it
+	for _, id := range slices.Sorted(maps.Keys(az.declared)) {
+		d := az.declared[id]
 		for lvl := 1; lvl < 3; lvl++ {
-			if p, ok := parent[d[lvl]]; ok && !slices.Equal(p[lvl+1:], d[lvl+1:]) {
-				return fmt.Errorf("az_location: %s %s is placed in %s and in %s, expected one place", AZLevel(lvl+1), d[lvl], strings.Join(p[lvl+1:], " "), strings.Join(d[lvl+1:], " "))
+			first, ok := parent[d[lvl]]
+			if p := az.declared[first]; ok && !slices.Equal(p[lvl+1:], d[lvl+1:]) {
+				return az.declPos[id].errorf("az_location: %s %s is placed in %s here and in %s by the line of %s (line %d), expected one place",
+					AZLevel(lvl+1), d[lvl], strings.Join(d[lvl+1:], " "), strings.Join(p[lvl+1:], " "), first, az.declPos[first].line)
 			}
-			parent[d[lvl]] = d
+			if !ok {
+				parent[d[lvl]] = id
+			}
 		}
 	}
 	return nil

@@ -311,3 +311,11 @@ func TestAZAffinityAllocatesNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestAZLocationLinesDisagree: two az_location lines that place one zone group in two
+// regions are refused at the later line.
+func TestAZLocationLinesDisagree(t *testing.T) {
+	checkParseErrors(t, []parseErrorCase{{"zone group in two regions",
+		"healthroute {\naz_location lab-az1 lab-zg lab-1 aws-lab\naz_location lab-az2 lab-zg lab-2 aws-lab\n}", 3,
+		"zone_group lab-zg is placed in lab-2 aws-lab here and in lab-1 aws-lab by the line of lab-az1 (line 2)"}})
+}

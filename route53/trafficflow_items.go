@@ -19,30 +19,9 @@ func (b *tfBuild) key(rs *ResourceRecordSet, id, typ string, i int, it *tfItem) 
 		}
 		rs.SetIdentifier = strings.ToLower(rs.Failover)
 	case "geo":
-		g := &GeoLocation{}
-		switch {
-		case it.IsDefault != nil && bool(*it.IsDefault):
-			if it.Continent != "" || it.Country != "" || it.Subdivision != "" {
-				return bad("IsDefault with a location")
-			}
-			g.CountryCode = "*"
-		case it.Subdivision != "":
-			cc, sub, ok := strings.Cut(it.Subdivision, "-")
-			if !ok { // Country with the subdivision's own code
-				cc, sub = it.Country, it.Subdivision
-			} else if it.Country != "" && it.Country != cc {
-				return bad("Subdivision %s is not in Country %s", it.Subdivision, it.Country)
-			}
-			if cc == "" {
-				return bad("Subdivision %s without its country (expected such as US-WA)", it.Subdivision)
-			}
-			g.CountryCode, g.SubdivisionCode = cc, sub
-		case it.Country != "" && it.Continent == "":
-			g.CountryCode = it.Country
-		case it.Continent != "" && it.Country == "":
-			g.ContinentCode = it.Continent
-		default:
-			return bad("expected IsDefault, a Continent, a Country or a Subdivision")
+		g, err := geoKey(it)
+		if err != nil {
+			return bad("%v", err)
 		}
 		rs.GeoLocation = g
 	case "latency":
@@ -133,4 +112,34 @@ func (b *tfBuild) target(rs *ResourceRecordSet, id string, ep *tfEndpoint, it *t
 		return b.fail("", id, "Type %q: %v; expected value, cloudfront, elastic-load-balancer, application-load-balancer, network-load-balancer, elastic-beanstalk or s3-website", ep.Type, ErrUnsupported)
 	}
 	return nil
+}
+
+// geoKey is a geo rule item's location.
+func geoKey(it *tfItem) (*GeoLocation, error) {
+	g := &GeoLocation{}
+	switch {
+	case it.IsDefault != nil && bool(*it.IsDefault):
+		if it.Continent != "" || it.Country != "" || it.Subdivision != "" {
+			return nil, fmt.Errorf("IsDefault with a location")
+		}
+		g.CountryCode = "*"
+	case it.Subdivision != "":
+		cc, sub, ok := strings.Cut(it.Subdivision, "-")
+		if !ok { // Country with the subdivision's own code
+			cc, sub = it.Country, it.Subdivision
+		} else if it.Country != "" && it.Country != cc {
+			return nil, fmt.Errorf("Subdivision %s is not in Country %s", it.Subdivision, it.Country)
+		}
+		if cc == "" {
+			return nil, fmt.Errorf("Subdivision %s without its country (expected such as US-WA)", it.Subdivision)
+		}
+		g.CountryCode, g.SubdivisionCode = cc, sub
+	case it.Country != "" && it.Continent == "":
+		g.CountryCode = it.Country
+	case it.Continent != "" && it.Country == "":
+		g.ContinentCode = it.Continent
+	default:
+		return nil, fmt.Errorf("expected IsDefault, a Continent, a Country or a Subdivision")
+	}
+	return g, nil
 }
