@@ -319,3 +319,19 @@ func TestAZLocationLinesDisagree(t *testing.T) {
 		"healthroute {\naz_location lab-az1 lab-zg lab-1 aws-lab\naz_location lab-az2 lab-zg lab-2 aws-lab\n}", 3,
 		"zone_group lab-zg is placed in lab-2 aws-lab here and in lab-1 aws-lab by the line of lab-az1 (line 2)"}})
 }
+
+// BenchmarkAZAffinity resolves an azaffinity set for a client placed by prefix and for
+// one at the server's location, with the AZ's member down (one fall back).
+func BenchmarkAZAffinity(b *testing.B) {
+	r, cfg := testResolver(b, azClientBlock)
+	r.Publish(snapshot(cfg, "az1", "other"))
+	for _, c := range []string{"10.2.0.0/24", "192.0.2.1/32"} {
+		q := Query{Name: "svc.example.org.", Type: dns.TypeA, Client: netip.MustParsePrefix(c)}
+		b.Run(c, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				r.Resolve(q)
+			}
+		})
+	}
+}

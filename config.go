@@ -201,7 +201,7 @@ type Member struct {
 	*Ref
 
 	// Place holds the keys of the policies that place members (latency,
-	// geolocation, geoproximity, ip); nil for the others, whose members then do
+	// geolocation, geoproximity, ip, azaffinity); nil for the others, whose members then do
 	// not carry them. Its fields are read only in a placing policy's code.
 	*Place
 
