@@ -4,7 +4,8 @@
 //
 // It reads the JSON of `aws route53 list-resource-record-sets` (or a change batch
 // that creates the same record sets), `aws route53 list-health-checks` and `aws
-// route53 list-cidr-blocks`. Record sets of one name and type become the members of
+// route53 list-cidr-blocks`, and Traffic Flow's traffic policy documents with the
+// policy records that bind them to names (docs/traffic-flow.md). Record sets of one name and type become the members of
 // one `record NAME POLICY { ... }` block; every type of a name shares one block when
 // their policies and TTLs agree and their members can be told apart, else each type
 // gets its own block (see Convert). A record set's TTL becomes a `ttl N` line at the
