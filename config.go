@@ -24,10 +24,12 @@ const (
 	Geoproximity
 	Multivalue
 	IPBased
+	AZAffinity
 )
 
 var policyNames = [...]string{Simple: "simple", Weighted: "weighted", Latency: "latency", Failover: "failover",
-	Geolocation: "geolocation", Geoproximity: "geoproximity", Multivalue: "multivalue", IPBased: "ip"}
+	Geolocation: "geolocation", Geoproximity: "geoproximity", Multivalue: "multivalue", IPBased: "ip",
+	AZAffinity: "azaffinity"}
 
 // String returns the policy's Corefile spelling.
 func (p Policy) String() string {
@@ -98,6 +100,7 @@ type Config struct {
 	SOA          SOAConfig      // the zones' SOA fields
 	NS           []string       // the zones' apex NS names, normalized; nil: no apex NS
 	Route53      *route53Config // nil: no route53 property
+	AZ           *azConfig      // location, client_location and az_location lines; nil: none
 
 	series [2]int32 // how many answer series the records have, by kind (numberSeries)
 	// memberSeries is each member's answers_total series, from RecordSet.first on:
@@ -198,7 +201,7 @@ type Member struct {
 	*Ref
 
 	// Place holds the keys of the policies that place members (latency,
-	// geolocation, geoproximity, ip); nil for the others, whose members then do
+	// geolocation, geoproximity, ip, azaffinity); nil for the others, whose members then do
 	// not carry them. Its fields are read only in a placing policy's code.
 	*Place
 
@@ -226,6 +229,8 @@ type Place struct {
 	Geo      GeoLevel       // geolocation
 	Coords   bool           // geoproximity: Lat/Lon set (by coordinates or from the region)
 	Bias     int8           // geoproximity, -99..99
+	AZID     string         // azaffinity: the location's ID ("" for global)
+	AZLevel  AZLevel        // azaffinity: the location type
 }
 
 // ttl is the TTL of rs's non-alias answers: its `ttl` line, else def.

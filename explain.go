@@ -33,6 +33,11 @@ func (r *Resolver) explain(t *table, n *node, q *Query, chosen int32) {
 	if step.ClientDependent {
 		step.Scope = r.nodeScope(n, q)
 	}
+	var azLoc *azChain
+	if n.set.Policy == AZAffinity {
+		azLoc, _ = r.azLocation(q)
+		step.Location = r.azExplain(q)
+	}
 	step.ScopeReason = r.scopeReason(n, q, step.Scope)
 	anyOK, applicable := false, false
 	for i := range n.members {
@@ -48,12 +53,16 @@ func (r *Resolver) explain(t *table, n *node, q *Query, chosen int32) {
 		case IPBased:
 			m, ok := n.links.ip.lookup(q.Client)
 			applies = mn.m.Default || (ok && m == int32(i))
+		case AZAffinity:
+			applies = azRank(mn, azLoc) >= 0
 		}
 		c.Healthy = r.memberOK(t, n, int32(i), q)
 		anyOK = anyOK || (c.Healthy && applies)
 		applicable = applicable || applies
 		c.Chosen = int32(i) == chosen || (chosen < 0 && st.mode == pickSet && slices.Contains(st.cands, int32(i)) && c.Healthy)
 		switch {
+		case !applies && n.set.Policy == AZAffinity:
+			c.Reason = "does not apply: the query's location is not in " + c.Key
 		case !applies:
 			c.Reason = "does not apply to this client"
 		case !st.ok[i] && mn.m.Check != nil:
@@ -62,6 +71,8 @@ func (r *Resolver) explain(t *table, n *node, q *Query, chosen int32) {
 			c.Reason = fmt.Sprintf("evaluate_target_health: %s has no healthy answer for this client", mn.m.Target)
 		case n.set.Policy == Weighted && mn.m.Weight == 0 && !c.Chosen:
 			c.Reason = "weight 0: answers only when every nonzero member is unhealthy"
+		case n.set.Policy == AZAffinity:
+			c.Reason = azReason(mn, c.Chosen)
 		case c.Chosen:
 			c.Reason = "chosen"
 		default:
@@ -141,6 +152,8 @@ func policyKey(m *Member, p Policy) string {
 		return "cidr " + strings.Join(parts, ",")
 	case Multivalue:
 		return "value"
+	case AZAffinity:
+		return azKeyString(azKey{m.AZLevel, m.AZID})
 	}
 	return ""
 }
@@ -163,6 +176,10 @@ func (r *Resolver) scopeReason(n *node, q *Query, s uint8) string {
 		return fmt.Sprintf("/%d: every address in %s matches the same block", s, block)
 	case n.set.Policy == IPBased:
 		return "no block of the client's address family: the default for every client"
+	case n.set.Policy == AZAffinity && s > 0:
+		return fmt.Sprintf("/%d: every address in %s finds the same client_location (or none)", s, block)
+	case n.set.Policy == AZAffinity:
+		return "no client_location for the client's address family: the server's location, the same for every client"
 	case n.set.Policy == Latency && n.byLoc:
 		return fmt.Sprintf("/%d: the client's geoip coordinates rank the regions", s)
 	case n.set.Policy == Latency && s > 0:

@@ -37,7 +37,7 @@ func parseRecord(c *caddy.Controller, cfg *Config, args []string) (*RecordSet, e
 	}
 	pol, ok := parsePolicy(strings.ToLower(args[1]))
 	if !ok {
-		return nil, c.Errf("record %s: unknown policy '%s', expected simple, weighted, latency, failover, geolocation, geoproximity, multivalue or ip", name, args[1])
+		return nil, c.Errf("record %s: unknown policy '%s', expected simple, weighted, latency, failover, geolocation, geoproximity, multivalue, ip or azaffinity", name, args[1])
 	}
 	rs := &RecordSet{Name: name, Policy: pol}
 	cfg.state().setPos[rs] = pos{c.File(), c.Line()}
@@ -86,6 +86,7 @@ var policyKeys = map[Policy]string{
 	Geolocation:  "'continent XX', 'country XX', 'subdivision XX-YY' or 'default'",
 	Geoproximity: "'region NAME [bias B]' or 'coordinates LAT LON [bias B]'",
 	IPBased:      "'cidr PREFIX[,PREFIX...]' or 'default'",
+	AZAffinity:   "'az ID', 'zone_group ID', 'region ID', 'partition ID' or 'global'",
 }
 
 // parseMember reads one member line: policy key, target, options.
@@ -96,7 +97,7 @@ func parseMember(c *caddy.Controller, cfg *Config, rs *RecordSet, a []string) (*
 		return c.Errf("record %s: '%s' is not a member key of %s records, expected %s", rs.Name, a[0], rs.Policy, policyKeys[rs.Policy])
 	}
 	switch rs.Policy {
-	case Latency, Geolocation, Geoproximity, IPBased:
+	case Latency, Geolocation, Geoproximity, IPBased, AZAffinity:
 		m.Place = new(Place)
 	}
 	switch rs.Policy {
@@ -144,6 +145,11 @@ func parseMember(c *caddy.Controller, cfg *Config, rs *RecordSet, a []string) (*
 	case Geoproximity:
 		var err error
 		if a, err = parseProximityKey(c, cfg, rs, m, a); err != nil {
+			return nil, err
+		}
+	case AZAffinity:
+		var err error
+		if a, err = parseAZKey(c, rs, m, a); err != nil {
 			return nil, err
 		}
 	case IPBased:
@@ -308,6 +314,8 @@ func defaultID(m *Member) string {
 	case m.Role == Secondary:
 		key = "secondary-"
 	case m.Place == nil: // no other key
+	case m.AZLevel != 0:
+		key = azKeyString(azKey{m.AZLevel, m.AZID}) + "-"
 	case m.Region != "":
 		key = m.Region + "-"
 	case m.Default:

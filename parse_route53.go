@@ -60,19 +60,28 @@ func parseRoute53(c *caddy.Controller, cfg *Config, args []string) error {
 			} else {
 				r.files.HealthChecks = rootPath(c, v)
 			}
-		case "cidr_blocks":
+		case "cidr_blocks", "traffic_policy":
 			id, file, ok := strings.Cut(v, "=")
 			if ok && (id == "" || file == "") {
-				return c.Errf("route53: cidr_blocks: invalid value '%s', expected [COLLECTION_ID=]FILE", v)
+				return c.Errf("route53: %s: invalid value '%s', expected [ID=]FILE", key, v)
 			}
 			if ok {
 				v = id + "=" + rootPath(c, file)
 			} else {
 				v = rootPath(c, v)
 			}
-			r.files.CIDRBlocks = append(r.files.CIDRBlocks, v)
+			if key == "traffic_policy" {
+				r.files.TrafficPolicies = append(r.files.TrafficPolicies, v)
+			} else {
+				r.files.CIDRBlocks = append(r.files.CIDRBlocks, v)
+			}
+		case "policy_records":
+			if err := opts.once(c, "route53: ", key); err != nil {
+				return err
+			}
+			r.files.PolicyRecords = rootPath(c, v)
 		default:
-			return c.Errf("route53: unknown property '%s', expected records, health_checks or cidr_blocks", key)
+			return c.Errf("route53: unknown property '%s', expected records, health_checks, cidr_blocks, traffic_policy or policy_records", key)
 		}
 		return nil
 	})

@@ -35,6 +35,8 @@ func (r *Resolver) branchHealthy(t *table, n *node, q *Query) bool {
 			return true
 		}
 		return n.links.ipDefault >= 0 && r.memberOK(t, n, n.links.ipDefault, q)
+	case AZAffinity:
+		return r.azHealthy(t, n, q)
 	}
 	for i := range n.members {
 		if r.memberOK(t, n, int32(i), q) {
@@ -103,6 +105,8 @@ func (r *Resolver) pickForClient(t *table, n *node, q *Query) int32 {
 		return first
 	case Weighted:
 		return r.weighted(t, n, q)
+	case AZAffinity:
+		return r.pickAZ(t, n, q)
 	}
 	return 0 // simple: its one member
 }
@@ -220,6 +224,8 @@ func (r *Resolver) nodeScope(n *node, q *Query) uint8 {
 		if n.byLoc {
 			s = uint8(q.Client.Bits())
 		}
+	case AZAffinity:
+		s = r.azScope(q)
 	}
 	for _, c := range n.healthKids() { // evaluate target health into client-dependent targets
 		s = max(s, r.nodeScope(c, q))

@@ -116,6 +116,8 @@ func parse(c *caddy.Controller) (*Config, error) {
 			return parseRoute53(c, cfg, args)
 		case "region", "check", "record":
 			return parseZoneLine(c, cfg, key, args, &children)
+		case "location", "client_location", "az_location":
+			return parseAZLine(c, cfg, key, args)
 		default:
 			return c.Errf("unknown property '%s'", key)
 		}
@@ -140,6 +142,9 @@ func parse(c *caddy.Controller) (*Config, error) {
 	}
 	for _, s := range cfg.Checks {
 		s.Seal()
+	}
+	if err := validateAZ(cfg); err != nil {
+		return nil, err
 	}
 	if err := validate(cfg); err != nil {
 		return nil, err
@@ -274,6 +279,7 @@ var checkOptions = map[string][]health.Type{
 	"tls":               {health.GRPC},
 	"query":             {health.Prometheus},
 	"insufficient_data": {health.Prometheus},
+	"regions":           probed,
 	"invert":            nil,
 	"disabled":          nil,
 }
@@ -424,6 +430,8 @@ func parseCheck(c *caddy.Controller, cfg *Config, args []string) (*health.Spec, 
 			return flag(&s.Disabled)
 		case "tls":
 			return flag(&s.TLS)
+		case "regions":
+			return parseCheckRegions(c, s, a)
 		case "insufficient_data":
 			v, err := oneArg(c, a)
 			if err != nil {

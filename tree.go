@@ -50,7 +50,7 @@ type node struct {
 // geolocation, geoproximity, ip).
 func (n *node) dynOrder() bool {
 	switch n.set.Policy {
-	case Latency, Geolocation, Geoproximity, IPBased:
+	case Latency, Geolocation, Geoproximity, IPBased, AZAffinity:
 		return true
 	}
 	return false
@@ -266,7 +266,8 @@ type plan struct {
 	regionIDs map[string]int // latency regions by name
 	regions   []Region       // by id; Lat/Lon valid where hasCoords
 	hasCoords []bool
-	needsLoc  bool // some node ranks by the client's geoip location
+	needsLoc  bool    // some node ranks by the client's geoip location
+	az        *azPlan // the location lines; nil for none
 
 	al     *planAlloc // while newPlan builds
 	series []int32    // while newPlan builds: Config.memberSeries
@@ -297,6 +298,7 @@ func newPlan(cfg *Config) *plan {
 	p := &plan{ttl: cfg.TTL, zones: cfg.Zones, names: make(map[string]*entry, len(cfg.Records)), wild: map[string]*entry{},
 		exists: map[string]bool{}, soa: map[string][]dns.RR{}, neg: map[string][]dns.RR{}, ns: map[string][]dns.RR{},
 		fall: cfg.Fall, regionIDs: regionIDs(cfg), al: &planAlloc{ips: map[netip.Addr]net.IP{}}, series: cfg.memberSeries}
+	p.az = newAZPlan(cfg)
 	p.regions = make([]Region, len(p.regionIDs))
 	p.hasCoords = make([]bool, len(p.regionIDs))
 	for n, id := range p.regionIDs {
@@ -497,7 +499,7 @@ func (p *plan) build(rs *RecordSet, qtype uint16, sets map[string][]*RecordSet, 
 	if rs.Policy == IPBased {
 		n.link().ip = &prefixIndex[int32]{}
 	}
-	n.dynHealth = rs.Policy == Geolocation || rs.Policy == IPBased
+	n.dynHealth = rs.Policy == Geolocation || rs.Policy == IPBased || rs.Policy == AZAffinity
 	size := 0 // at most this many members: allocate them once
 	for _, m := range rs.Members {
 		if m.Kind == KindAlias || m.Type == qtype {

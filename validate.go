@@ -76,7 +76,7 @@ func validate(cfg *Config) error {
 		n, dyn := 1, false
 		for _, rs := range sets[name] {
 			var k types
-			dyn = dyn || rs.Policy == Geolocation || rs.Policy == IPBased
+			dyn = dyn || rs.Policy == Geolocation || rs.Policy == IPBased || rs.Policy == AZAffinity
 			for _, m := range rs.Members {
 				if m.Kind != KindAlias {
 					k = k.with(m.Type)
@@ -212,6 +212,8 @@ func validateGroup(parsed *parseState, rs *RecordSet, t string, group []*Member)
 		if !seen["default"] {
 			log.Warningf("record %s: geolocation %s group has no default: clients elsewhere get no answer", rs.Name, t)
 		}
+	case AZAffinity:
+		return validateAZGroup(parsed, rs, t, group)
 	case IPBased:
 		seen := map[netip.Prefix]bool{}
 		defaults := 0

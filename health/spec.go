@@ -99,6 +99,10 @@ type Spec struct {
 	Query  string // prometheus: the instant query
 	NoData NoData // prometheus: treatment of an empty result
 
+	// Regions are the regions the check is to be probed from (Route 53's checker
+	// regions), kept for placing checkers; not used yet, and not in the fingerprint.
+	Regions []string
+
 	fp string // set by Seal
 }
 

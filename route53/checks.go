@@ -149,6 +149,12 @@ func (c *converter) writeCheck(b *strings.Builder, hc *HealthCheck) error {
 			}
 			return r
 		}, what)
+		if c.noDataUnhealthy(hc) {
+			c.warnf("health check %s: a %s (%s) cannot be observed from here; imported as a disabled, inverted check, always unhealthy (its InsufficientDataHealthStatus): set its status with POST /v1/checks/%s/override", hc.Id, cfg.Type, what, hc.Id)
+			fmt.Fprintf(b, "# %s %s: no data here, Unhealthy; set its status through the HTTP API\n", cfg.Type, what)
+			fmt.Fprintf(b, "check %s tcp 127.0.0.1:1 {\n    disabled\n    invert\n}\n", hc.Id)
+			return nil
+		}
 		c.warnf("health check %s: a %s (%s) cannot be observed from here; imported as a disabled check, always healthy: set its status with POST /v1/checks/%s/override", hc.Id, cfg.Type, what, hc.Id)
 		fmt.Fprintf(b, "# %s %s: disabled; set its status through the HTTP API\n", cfg.Type, what)
 		fmt.Fprintf(b, "check %s tcp 127.0.0.1:1 {\n    disabled\n}\n", hc.Id)
@@ -170,6 +176,7 @@ func (c *converter) writeCheck(b *strings.Builder, hc *HealthCheck) error {
 			opts = append(opts, "failure_threshold "+strconv.FormatInt(*v, 10))
 		}
 	}
+	opts = append(opts, c.checkFields(hc)...)
 	if cfg.Inverted {
 		opts = append(opts, "invert")
 	}

@@ -55,6 +55,7 @@ type converter struct {
 	names   []string                     // owners in input order
 	cidrs   map[[2]string][]netip.Prefix // (collection, location) -> blocks
 	warn    []string
+	tf      policyState // traffic flow: the policy records' record sets
 }
 
 // Convert turns a hosted zone into healthroute Corefile text. Record sets of one name
@@ -88,9 +89,15 @@ func Convert(in Input) (*Result, error) {
 			c.cidrs[k] = append(c.cidrs[k], p.Masked())
 		}
 	}
+	if err := c.readPolicyRecords(); err != nil {
+		return nil, err
+	}
 	var skipped []string
 	for i := range in.RecordSets {
 		rs := &in.RecordSets[i]
+		if c.madeByPolicyRecord(rs) {
+			continue
+		}
 		m, err := c.member(rs, i)
 		if err != nil {
 			return nil, err
@@ -106,8 +113,11 @@ func Convert(in Input) (*Result, error) {
 	if len(skipped) > 0 {
 		c.warnf("left out the zone's %s record sets: healthroute makes the SOA of %s itself, and does not serve the apex NS records", strings.Join(skipped, " and "), c.zone)
 	}
-	if err := c.checkAliases(); err != nil {
+	if err := c.addPolicyRecords(); err != nil {
 		return nil, err
+	}
+	if err := c.checkAliases(); err != nil {
+		return nil, c.policyErr(err)
 	}
 	var b strings.Builder
 	for _, r := range c.regions {
@@ -205,6 +215,9 @@ func policyOf(rs *ResourceRecordSet) ([]string, string) {
 	}
 	if rs.MultiValueAnswer != nil && *rs.MultiValueAnswer {
 		p = append(p, "multivalue")
+	}
+	if rs.AZAffinity != nil {
+		p = append(p, "azaffinity")
 	}
 	if len(p) == 0 {
 		return p, "simple"
@@ -343,6 +356,8 @@ func (c *converter) policyKey(rs *ResourceRecordSet, policy string) (string, err
 		return "cidr " + strings.Join(s, ","), nil
 	case "multivalue":
 		return "value", nil
+	case "azaffinity":
+		return azAffinityKey(rs.AZAffinity)
 	}
 	return "", nil
 }

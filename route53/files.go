@@ -13,6 +13,11 @@ type Files struct {
 	Records      string   // list-resource-record-sets output or a change batch; "-" for standard input
 	HealthChecks string   // list-health-checks output; "" for none
 	CIDRBlocks   []string // list-cidr-blocks output of each collection, [COLLECTION_ID=]FILE
+	// TrafficPolicies are get-traffic-policy or list-traffic-policy-versions output,
+	// or bare documents, [POLICY_ID[:VERSION]=]FILE; PolicyRecords is
+	// list-traffic-policy-instances output ("" for none).
+	TrafficPolicies []string
+	PolicyRecords   string
 }
 
 // Paths returns every file f names.
@@ -23,6 +28,12 @@ func (f Files) Paths() []string {
 	}
 	for _, c := range f.CIDRBlocks {
 		out = append(out, cidrPath(c))
+	}
+	for _, p := range f.TrafficPolicies {
+		out = append(out, cidrPath(p))
+	}
+	if f.PolicyRecords != "" {
+		out = append(out, f.PolicyRecords)
 	}
 	return out
 }
@@ -61,7 +72,7 @@ func (f Files) Load() (Input, error) {
 			return in, err
 		}
 	}
-	return in, nil
+	return in, f.loadTrafficFlow(&in)
 }
 
 // readFile reads path ("-": standard input) with read.

@@ -25,6 +25,7 @@ type ResourceRecordSet struct {
 	TrafficPolicyInstanceId string                `json:",omitempty"`
 	CidrRoutingConfig       *CidrRoutingConfig    `json:",omitempty"`
 	GeoProximityLocation    *GeoProximityLocation `json:",omitempty"`
+	AZAffinity              *AZAffinity           `json:",omitempty"`
 }
 
 // ResourceRecord is one value of a record set, in presentation format.

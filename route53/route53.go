@@ -4,7 +4,8 @@
 //
 // It reads the JSON of `aws route53 list-resource-record-sets` (or a change batch
 // that creates the same record sets), `aws route53 list-health-checks` and `aws
-// route53 list-cidr-blocks`. Record sets of one name and type become the members of
+// route53 list-cidr-blocks`, and Traffic Flow's traffic policy documents with the
+// policy records that bind them to names (docs/traffic-flow.md). Record sets of one name and type become the members of
 // one `record NAME POLICY { ... }` block; every type of a name shares one block when
 // their policies and TTLs agree and their members can be told apart, else each type
 // gets its own block (see Convert). A record set's TTL becomes a `ttl N` line at the
@@ -78,6 +79,11 @@ type Input struct {
 	// BlockTTL leaves the `ttl` lines out, so that every answer carries the
 	// healthroute block's ttl.
 	BlockTTL bool
+	// TrafficPolicies are traffic policy versions, and PolicyRecords the policy
+	// records that bind them to names: each becomes the record sets of its document
+	// (docs/traffic-flow.md).
+	TrafficPolicies []TrafficPolicy
+	PolicyRecords   []PolicyRecord
 }
 
 // Result is the Corefile text of a converted zone.

@@ -129,9 +129,11 @@ type Step struct {
 	NoRecord        bool   `json:"no_record,omitempty"`
 	// Scope is the ECS scope this step asks for (the answer's is the largest of any
 	// step), ScopeReason why.
-	Scope       uint8       `json:"ecs_scope"`
-	ScopeReason string      `json:"ecs_scope_reason"`
-	Members     []Candidate `json:"members"`
+	Scope       uint8  `json:"ecs_scope"`
+	ScopeReason string `json:"ecs_scope_reason"`
+	// Location is the query's location for an azaffinity step, and where it came from.
+	Location string      `json:"location,omitempty"`
+	Members  []Candidate `json:"members"`
 }
 
 // Candidate is one member as the resolver saw it for this query.

@@ -2,6 +2,7 @@
 // record) equivalent to a Route 53 hosted zone, from the JSON the aws CLI prints:
 //
 //	healthroute-import -records rrsets.json [-checks checks.json] [-cidr [COLLECTION_ID=]blocks.json]... [-zone example.org.] [-block-ttl]
+//	    [-traffic-policy [POLICY_ID[:VERSION]=]policy.json]... [-policy-records instances.json]
 //
 // The lines go to standard output, to be put inside a healthroute block as they are,
 // `ttl` lines included; warnings (what will answer differently from Route 53) go to
@@ -38,10 +39,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	checks := fs.String("checks", "", "`FILE` of aws route53 list-health-checks output")
 	zone := fs.String("zone", "", "the hosted zone's `NAME`; default: the SOA record set's name")
 	blockTTL := fs.Bool("block-ttl", false, "leave out the ttl lines: every answer carries the healthroute block's ttl, not the record set's")
-	var cidrs cidrFlags
+	var cidrs, policies cidrFlags
+	fs.Var(&policies, "traffic-policy", "`[POLICY_ID[:VERSION]=]FILE` of aws route53 get-traffic-policy or list-traffic-policy-versions output, or a bare traffic policy document (then with its ID); repeat for each")
+	policyRecords := fs.String("policy-records", "", "`FILE` of aws route53 list-traffic-policy-instances output: the policy records that bind the traffic policies to names and TTLs")
 	fs.Var(&cidrs, "cidr", "`[COLLECTION_ID=]FILE` of aws route53 list-cidr-blocks output; repeat for each collection (without an ID: any collection)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: healthroute-import -records FILE [-checks FILE] [-cidr [COLLECTION_ID=]FILE]... [-zone NAME] [-block-ttl]")
+		fmt.Fprintln(stderr, "usage: healthroute-import -records FILE [-checks FILE] [-cidr [COLLECTION_ID=]FILE]... [-zone NAME] [-block-ttl] [-traffic-policy [POLICY_ID[:VERSION]=]FILE]... [-policy-records FILE]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -51,7 +54,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	in, err := route53.Files{Records: *records, HealthChecks: *checks, CIDRBlocks: cidrs}.Load()
+	in, err := route53.Files{Records: *records, HealthChecks: *checks, CIDRBlocks: cidrs, TrafficPolicies: policies, PolicyRecords: *policyRecords}.Load()
 	if err == nil {
 		in.Zone, in.BlockTTL = *zone, *blockTTL
 		var res *route53.Result

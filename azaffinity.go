@@ -1,0 +1,238 @@
+package healthroute
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/coredns/caddy"
+)
+
+// AZ-affinity routing (docs/az-affinity.md): members each for a location, from the
+// most specific (an Availability Zone ID) to the least (global); a query gets the
+// first healthy member for its own location in that order, the most specific one
+// when all are unhealthy, and only a global member when its location is unknown.
+
+// AZLevel is an azaffinity member's location type; a smaller one is more specific.
+type AZLevel uint8
+
+// Location types, most specific first.
+const (
+	AZZone      AZLevel = iota + 1 // an Availability Zone, by AZ ID (use1-az1)
+	AZZoneGroup                    // a zone group (us-east-1-zg-1)
+	AZRegion                       // a region (us-east-1)
+	AZPartition                    // a partition (aws)
+	AZGlobal                       // every query, its location known or not
+)
+
+var azLevelNames = [...]string{AZZone: "az", AZZoneGroup: "zone_group", AZRegion: "region", AZPartition: "partition", AZGlobal: "global"}
+
+// String returns the Corefile spelling of l.
+func (l AZLevel) String() string {
+	if int(l) < len(azLevelNames) && azLevelNames[l] != "" {
+		return azLevelNames[l]
+	}
+	return fmt.Sprintf("azlevel(%d)", uint8(l))
+}
+
+// parseAZLevel reads a location type keyword; global is accepted only with global.
+func parseAZLevel(s string, global bool) (AZLevel, bool) {
+	for l, n := range azLevelNames {
+		if n != "" && n == s && (global || AZLevel(l) != AZGlobal) {
+			return AZLevel(l), true
+		}
+	}
+	return 0, false
+}
+
+// azChain is a location and every location that contains it: AZ ID, zone group,
+// region and partition, by level-1; "" where the location is coarser than the level.
+type azChain [4]string
+
+// contains reports whether the location c (a query's) lies in the member location
+// (level, id).
+func (c *azChain) contains(level AZLevel, id string) bool {
+	return level == AZGlobal || (level >= AZZone && level <= AZPartition && c[level-1] == id)
+}
+
+// String is the most specific location of c, with its type.
+func (c *azChain) String() string {
+	for i, id := range c {
+		if id != "" {
+			return AZLevel(i+1).String() + " " + id
+		}
+	}
+	return "unknown"
+}
+
+// parseAZKey reads an azaffinity member key: `az ID`, `zone_group ID`, `region ID`,
+// `partition ID` or `global`.
+func parseAZKey(c *caddy.Controller, rs *RecordSet, m *Member, a []string) ([]string, error) {
+	l, ok := parseAZLevel(a[0], true)
+	if !ok {
+		return nil, c.Errf("record %s: '%s' is not a member key of azaffinity records, expected %s", rs.Name, a[0], policyKeys[AZAffinity])
+	}
+	m.AZLevel = l
+	if l == AZGlobal {
+		return a[1:], nil
+	}
+	if len(a) < 2 {
+		return nil, c.ArgErr()
+	}
+	m.AZID = strings.ToLower(a[1])
+	return a[2:], nil
+}
+
+// validateAZGroup refuses two members of one group for one location.
+func validateAZGroup(parsed *parseState, rs *RecordSet, t string, group []*Member) error {
+	seen := map[azKey]bool{}
+	for _, m := range group {
+		k := azKey{m.AZLevel, m.AZID}
+		if seen[k] {
+			return parsed.pos[m].errorf("record %s: location '%s' has a second %s member; azaffinity records have one per location", rs.Name, azKeyString(k), t)
+		}
+		seen[k] = true
+	}
+	if !seen[azKey{level: AZGlobal}] {
+		log.Warningf("record %s: azaffinity %s group has no global member: queries from unknown locations get no answer", rs.Name, t)
+	}
+	return nil
+}
+
+func azKeyString(k azKey) string {
+	if k.level == AZGlobal {
+		return "global"
+	}
+	return k.level.String() + " " + k.id
+}
+
+// azPlan is the routing's view of the location lines: the server's location and the
+// client prefixes' locations, each with every location containing it.
+type azPlan struct {
+	server  *azChain            // nil: unknown
+	clients *prefixIndex[int32] // client prefix -> index in chains; nil without client_location
+	chains  []azChain
+	keys    []azKey // by index in chains: the client_location line's location, for explain
+}
+
+// newAZPlan returns the plan of cfg's location lines; nil without any.
+func newAZPlan(cfg *Config) *azPlan {
+	az := cfg.AZ
+	if az == nil {
+		return nil
+	}
+	p := &azPlan{}
+	if az.server != nil {
+		ch, _ := az.chain(az.server.level, az.server.id) // validated
+		p.server = &ch
+	}
+	for _, cl := range az.clients {
+		ch, _ := az.chain(cl.key.level, cl.key.id)
+		if p.clients == nil {
+			p.clients = &prefixIndex[int32]{}
+		}
+		for _, b := range cl.blocks {
+			p.clients.add(b, int32(len(p.chains)))
+		}
+		p.chains = append(p.chains, ch)
+		p.keys = append(p.keys, cl.key)
+	}
+	return p
+}
+
+// azLocation returns q's location: its client prefix's, else the server's; nil when
+// unknown. client is the index of the client_location that placed it, -1 for none.
+func (r *Resolver) azLocation(q *Query) (loc *azChain, client int32) {
+	ap := r.plan.az
+	if ap == nil {
+		return nil, -1
+	}
+	if ap.clients != nil {
+		if i, ok := ap.clients.lookup(q.Client); ok {
+			return &ap.chains[i], i
+		}
+	}
+	return ap.server, -1
+}
+
+// azRank is how specifically member mn's location contains loc: 0 for its AZ, up to
+// 4 for global; -1 when the member does not apply.
+func azRank(mn *mnode, loc *azChain) int {
+	m := mn.m
+	if m.AZLevel == AZGlobal {
+		return int(AZGlobal - AZZone)
+	}
+	if loc == nil || !loc.contains(m.AZLevel, m.AZID) {
+		return -1
+	}
+	return int(m.AZLevel - AZZone)
+}
+
+// pickAZ picks in an azaffinity node for q: the most specific healthy member that
+// applies to the query's location; when none is healthy, the most specific one that
+// applies; -1 when none applies (NODATA).
+func (r *Resolver) pickAZ(t *table, n *node, q *Query) int32 {
+	loc, _ := r.azLocation(q)
+	best, bestOK := int32(-1), int32(-1)
+	key, keyOK := 0, 0
+	for i := range n.members {
+		k := azRank(&n.members[i], loc)
+		if k < 0 {
+			continue
+		}
+		if best < 0 || k < key {
+			best, key = int32(i), k
+		}
+		if (bestOK < 0 || k < keyOK) && r.memberOK(t, n, int32(i), q) {
+			bestOK, keyOK = int32(i), k
+		}
+	}
+	if bestOK >= 0 {
+		return bestOK
+	}
+	return best
+}
+
+// azHealthy reports whether an azaffinity node has a healthy member that applies to
+// q's location.
+func (r *Resolver) azHealthy(t *table, n *node, q *Query) bool {
+	loc, _ := r.azLocation(q)
+	for i := range n.members {
+		if azRank(&n.members[i], loc) >= 0 && r.memberOK(t, n, int32(i), q) {
+			return true
+		}
+	}
+	return false
+}
+
+// azScope is the ECS scope of an azaffinity choice for q: the prefix within which
+// every address finds the same client_location (or none, and the server's); 0
+// without client_location lines, when every client is at the server's location.
+func (r *Resolver) azScope(q *Query) uint8 {
+	if ap := r.plan.az; ap != nil && ap.clients != nil {
+		return ap.clients.scope(q.Client)
+	}
+	return 0
+}
+
+// azExplain says where q's location came from, for explain.
+func (r *Resolver) azExplain(q *Query) string {
+	loc, client := r.azLocation(q)
+	switch {
+	case client >= 0:
+		ap := r.plan.az
+		return fmt.Sprintf("%s (client_location %s: the client %s is in its prefixes)", loc, azKeyString(ap.keys[client]), q.Client)
+	case loc != nil:
+		return fmt.Sprintf("%s (the server's location line)", loc)
+	}
+	return "unknown (no location line and no client_location for the client): only global members apply"
+}
+
+// azReason says why a healthy azaffinity member that applies to the query was chosen
+// or not.
+func azReason(mn *mnode, chosen bool) string {
+	where := azKeyString(azKey{mn.m.AZLevel, mn.m.AZID})
+	if chosen {
+		return "chosen: " + where + " is the most specific healthy location that contains the query's"
+	}
+	return "healthy, not chosen: a more specific location that contains the query's is healthy"
+}
