@@ -8,6 +8,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/healthroute/healthroute/internal/coretest"
 	"github.com/healthroute/healthroute/route53"
 )
 
@@ -174,8 +175,8 @@ func TestTrafficFlowRoute53Property(t *testing.T) {
 		}
 	}
 
-	bad := writeFile(t, "bad.json", `{"AWSPolicyFormatVersion":"2015-10-01","RecordType":"A","StartRule":"top","Endpoints":{},"Rules":{"top":{"RuleType":"cidr"}}}`)
-	records := writeFile(t, "pi.json", `[{"Name":"www.example.com.","TTL":60,"TrafficPolicyId":"tp-bad","TrafficPolicyVersion":1}]`)
+	bad := coretest.WriteFile(t, "bad.json", `{"AWSPolicyFormatVersion":"2015-10-01","RecordType":"A","StartRule":"top","Endpoints":{},"Rules":{"top":{"RuleType":"cidr"}}}`)
+	records := coretest.WriteFile(t, "pi.json", `[{"Name":"www.example.com.","TTL":60,"TrafficPolicyId":"tp-bad","TrafficPolicyVersion":1}]`)
 	_, err = route53Parse(t, "healthroute example.com {\n\troute53 {\n\t\trecords "+abs("records.json")+"\n\t\ttraffic_policy tp-bad="+bad+"\n\t\tpolicy_records "+records+"\n\t}\n}")
 	if err == nil || !strings.Contains(err.Error(), "Testfile:2 - Error during parsing: route53:") || !strings.Contains(err.Error(), `rule "top": RuleType "cidr": not supported`) {
 		t.Errorf("bad document: %v, want the route53 line and the rule", err)

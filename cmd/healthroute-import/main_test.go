@@ -65,21 +65,18 @@ func runImport(t *testing.T, args ...string) (string, string, int) {
 	return "", "", 0
 }
 
-// TestReadmeExample runs the command of README.md's Route 53 import example on the
+// TestReadmeExample runs the command of docs/route53.md's import example on the
 // fixture files it names and checks that it prints the lines of the Corefile shown
 // there and the warnings shown after it.
 func TestReadmeExample(t *testing.T) {
-	b, err := os.ReadFile("../../README.md")
+	b, err := os.ReadFile("../../docs/route53.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	sec := regexp.MustCompile(`(?s)\n## Route 53 import\n(.*?)\n## `).FindSubmatch(b)
-	if sec == nil {
-		t.Fatal("README.md has no Route 53 import section")
-	}
+	sec := [][]byte{b, b}
 	m := regexp.MustCompile("(?s)\ngo run ./cmd/healthroute-import ([^\n]*)\n~~~.*?~~~ corefile\n[^\n]*\n    healthroute [^\n]*\n(.*?)\n    }\n}\n~~~.*?~~~\n(.*?)~~~").FindSubmatch(sec[1])
 	if m == nil {
-		t.Fatal("the Route 53 import section has no command, Corefile and warnings example")
+		t.Fatal("docs/route53.md has no command, Corefile and warnings example")
 	}
 	args := strings.Fields(string(m[1]))
 	for i, a := range args {
