@@ -314,51 +314,9 @@ func staticState(n *node, ok []bool, in *interner) nodeState {
 	case Simple:
 		st.mode, cands = pickFirst, all[:1]
 	case Failover:
-		// Primary first; the secondary when the primary is unhealthy; the primary
-		// again when both are (docs/routing.md#failover).
-		order := in.pick[:0]
-		for _, r := range []Role{Primary, Secondary} {
-			for i, mn := range n.members {
-				if mn.m.Role == r {
-					order = append(order, int32(i))
-				}
-			}
-		}
-		in.pick = order
-		st.mode, cands = pickFirst, order[:1]
-		for k, i := range order {
-			if ok[i] {
-				cands = order[k : k+1]
-				break
-			}
-		}
+		st.mode, cands = pickFirst, failoverCands(n, ok, in)
 	case Weighted:
-		// Healthy nonzero weights by weight; else healthy zero weights uniformly; else
-		// the last resort: all nonzero by weight, or all uniformly (docs/routing.md#weighted).
-		pool := healthy
-		if !st.healthy {
-			pool = all
-		}
-		nonzero := in.pick[:0]
-		for _, i := range pool {
-			if n.members[i].m.Weight > 0 {
-				nonzero = append(nonzero, i)
-			}
-		}
-		in.pick = nonzero
-		if len(nonzero) > 0 {
-			st.mode, cands = pickWeight, nonzero
-			cum := in.cum[:0]
-			var sum uint32
-			for _, i := range nonzero {
-				sum += uint32(n.members[i].m.Weight)
-				cum = append(cum, sum)
-			}
-			in.cum = cum
-			st.cum = intern(in, in.cumSet, cum)
-		} else {
-			st.mode, cands = pickUniform, pool
-		}
+		st.mode, cands, st.cum = weightedCands(n, healthy, all, st.healthy, in)
 	case Multivalue:
 		st.mode, cands = pickSet, healthy
 		if !st.healthy {
@@ -367,6 +325,54 @@ func staticState(n *node, ok []bool, in *interner) nodeState {
 	}
 	st.cands = intern(in, in.candSet, cands)
 	return st
+}
+
+// failoverCands is the primary first; the secondary when the primary is unhealthy;
+// the primary again when both are (docs/routing.md#failover).
+func failoverCands(n *node, ok []bool, in *interner) []int32 {
+	order := in.pick[:0]
+	for _, r := range []Role{Primary, Secondary} {
+		for i, mn := range n.members {
+			if mn.m.Role == r {
+				order = append(order, int32(i))
+			}
+		}
+	}
+	in.pick = order
+	for k, i := range order {
+		if ok[i] {
+			return order[k : k+1]
+		}
+	}
+	return order[:1]
+}
+
+// weightedCands is healthy nonzero weights by weight; else healthy zero weights
+// uniformly; else the last resort: all nonzero by weight, or all uniformly
+// (docs/routing.md#weighted). cum is the interned cumulative weights for pickWeight.
+func weightedCands(n *node, healthy, all []int32, anyHealthy bool, in *interner) (m mode, cands []int32, cum []uint32) {
+	pool := healthy
+	if !anyHealthy {
+		pool = all
+	}
+	nonzero := in.pick[:0]
+	for _, i := range pool {
+		if n.members[i].m.Weight > 0 {
+			nonzero = append(nonzero, i)
+		}
+	}
+	in.pick = nonzero
+	if len(nonzero) == 0 {
+		return pickUniform, pool, nil
+	}
+	sums := in.cum[:0]
+	var sum uint32
+	for _, i := range nonzero {
+		sum += uint32(n.members[i].m.Weight)
+		sums = append(sums, sum)
+	}
+	in.cum = sums
+	return pickWeight, nonzero, intern(in, in.cumSet, sums)
 }
 
 // Query is one question to the resolver.

@@ -305,16 +305,17 @@ func newPlan(cfg *Config) *plan {
 		r, ok := cfg.Regions[n]
 		p.regions[id], p.hasCoords[id] = Region{Name: n, Lat: r.Lat, Lon: r.Lon}, ok
 	}
-	sets := make(map[string][]*RecordSet, len(cfg.Records))
-	var qtypes types // every type the records hold
-	for _, rs := range cfg.Records {
-		sets[rs.Name] = append(sets[rs.Name], rs)
-		for _, m := range rs.Members {
-			if m.Kind != KindAlias {
-				qtypes = qtypes.with(m.Type)
-			}
-		}
-	}
+	p.buildApex(cfg)
+	p.buildEntries(cfg)
+	p.collectChecks(cfg)
+	p.nodes = slices.Clone(p.nodes) // exactly as long as it is: the plan keeps it
+	p.index()
+	p.al, p.series = nil, nil // built
+	return p
+}
+
+// buildApex builds each zone's SOA, its negative-answer copy and its NS records.
+func (p *plan) buildApex(cfg *Config) {
 	for _, z := range cfg.Zones {
 		rr := soa(z, cfg.TTL, &cfg.SOA, cfg.NS)
 		p.soa[z] = []dns.RR{rr}
@@ -323,6 +324,21 @@ func newPlan(cfg *Config) *plan {
 		p.neg[z] = []dns.RR{neg}
 		for _, n := range cfg.NS {
 			p.ns[z] = append(p.ns[z], &dns.NS{Hdr: dns.RR_Header{Name: z, Rrtype: dns.TypeNS, Class: dns.ClassINET, Ttl: cfg.TTL}, Ns: n})
+		}
+	}
+}
+
+// buildEntries builds one entry per owner name, holding a node per type its record sets
+// (and their aliases) answer, and marks the names that exist.
+func (p *plan) buildEntries(cfg *Config) {
+	sets := make(map[string][]*RecordSet, len(cfg.Records))
+	var qtypes types // every type the records hold
+	for _, rs := range cfg.Records {
+		sets[rs.Name] = append(sets[rs.Name], rs)
+		for _, m := range rs.Members {
+			if m.Kind != KindAlias {
+				qtypes = qtypes.with(m.Type)
+			}
 		}
 	}
 	memo := make(map[memoKey]*node, len(cfg.Records)) // one node per record group, shared by every entry
@@ -351,33 +367,44 @@ func newPlan(cfg *Config) *plan {
 		if !e.wild() && hasAlias(e.nodes()...) {
 			e.extra().aliased = new(sync.Map)
 		}
-		if e.wild() {
-			p.wild[rs.Name[2:]] = e
-		} else {
-			p.names[rs.Name] = e
-			if e.node(dns.TypeNS) != nil {
-				if p.cuts == nil {
-					p.cuts = map[string]*entry{}
-				}
-				p.cuts[rs.Name] = e
+		p.placeEntry(e, cfg.Zones)
+	}
+}
+
+// placeEntry files e under its name (or its wildcard's parent) and marks its owner and
+// every ancestor below its zone as existing (empty non-terminals).
+func (p *plan) placeEntry(e *entry, zones []string) {
+	name := e.set.Name
+	if e.wild() {
+		p.wild[name[2:]] = e
+	} else {
+		p.names[name] = e
+		if e.node(dns.TypeNS) != nil {
+			if p.cuts == nil {
+				p.cuts = map[string]*entry{}
 			}
-		}
-		// The owner and every ancestor below its zone exist (empty non-terminals).
-		zone := plugin.Zones(cfg.Zones).Matches(strings.TrimPrefix(rs.Name, "*."))
-		for n := rs.Name; ; {
-			if _, owner := p.names[n]; !owner { // names answers for exact owners
-				p.exists[n] = true
-			}
-			if n == zone || n == "." {
-				break
-			}
-			i, end := dns.NextLabel(n, 0)
-			if end {
-				break
-			}
-			n = n[i:]
+			p.cuts[name] = e
 		}
 	}
+	zone := plugin.Zones(zones).Matches(strings.TrimPrefix(name, "*."))
+	for n := name; ; {
+		if _, owner := p.names[n]; !owner { // names answers for exact owners
+			p.exists[n] = true
+		}
+		if n == zone || n == "." {
+			break
+		}
+		i, end := dns.NextLabel(n, 0)
+		if end {
+			break
+		}
+		n = n[i:]
+	}
+}
+
+// collectChecks lists every check the records use, calculated checks' children
+// included, each once.
+func (p *plan) collectChecks(cfg *Config) {
 	seen := map[*health.Spec]bool{}
 	for _, rs := range cfg.Records {
 		for _, m := range rs.Members {
@@ -391,10 +418,6 @@ func newPlan(cfg *Config) *plan {
 			}
 		}
 	}
-	p.nodes = slices.Clone(p.nodes) // exactly as long as it is: the plan keeps it
-	p.index()
-	p.al, p.series = nil, nil // built
-	return p
 }
 
 // index prepares compiles that evaluate only what a health change reaches: each
@@ -511,6 +534,35 @@ func (p *plan) build(rs *RecordSet, qtype uint16, sets map[string][]*RecordSet, 
 		return nil
 	}
 	n.members = p.al.mnodes.take(size)[:0]
+	p.buildMembers(&n, rs, qtype, sets, memo)
+	if len(n.members) == 0 {
+		memo[key] = nil
+		return nil
+	}
+	switch rs.Policy {
+	case Geoproximity:
+		n.byLoc = true
+	case Geolocation: // a default alone applies to every client
+		for _, mn := range n.members {
+			n.byLoc = n.byLoc || !mn.m.Default
+		}
+	case Latency: // the client's coordinates matter only if a region has some
+		for _, mn := range n.members {
+			n.byLoc = n.byLoc || p.hasCoords[mn.region]
+		}
+	}
+	p.needsLoc = p.needsLoc || n.byLoc || rs.Policy == Geolocation
+	n.id = int32(len(p.nodes))
+	np := p.al.nodes.one()
+	*np = n
+	p.nodes = append(p.nodes, np)
+	memo[key] = np
+	return np
+}
+
+// buildMembers adds rs's members that answer qtype to n: leaves for its own values,
+// and for each alias the node of its target, built first.
+func (p *plan) buildMembers(n *node, rs *RecordSet, qtype uint16, sets map[string][]*RecordSet, memo map[memoKey]*node) {
 	for j, m := range rs.Members {
 		var mn mnode
 		switch {
@@ -549,29 +601,6 @@ func (p *plan) build(rs *RecordSet, qtype uint16, sets map[string][]*RecordSet, 
 		}
 		n.members = append(n.members, mn)
 	}
-	if len(n.members) == 0 {
-		memo[key] = nil
-		return nil
-	}
-	switch rs.Policy {
-	case Geoproximity:
-		n.byLoc = true
-	case Geolocation: // a default alone applies to every client
-		for _, mn := range n.members {
-			n.byLoc = n.byLoc || !mn.m.Default
-		}
-	case Latency: // the client's coordinates matter only if a region has some
-		for _, mn := range n.members {
-			n.byLoc = n.byLoc || p.hasCoords[mn.region]
-		}
-	}
-	p.needsLoc = p.needsLoc || n.byLoc || rs.Policy == Geolocation
-	n.id = int32(len(p.nodes))
-	np := p.al.nodes.one()
-	*np = n
-	p.nodes = append(p.nodes, np)
-	memo[key] = np
-	return np
 }
 
 // planAlloc is where a plan's nodes and leaves come from while it is built: arrays

@@ -18,128 +18,160 @@ func validate(cfg *Config) error {
 	}
 	for _, rs := range cfg.Records {
 		for _, m := range rs.Members {
-			if name, ok := parsed.checkNames[m]; ok {
-				spec, ok := cfg.Checks[name]
-				if !ok {
-					return parsed.pos[m].errorf("record %s: unknown check '%s'", rs.Name, name)
-				}
-				m.Check = spec
-			}
-			if m.Kind == KindAlias {
-				if _, ok := sets[m.Target]; !ok {
-					return parsed.pos[m].errorf("record %s: unknown alias target '%s', expected a record defined in this block", rs.Name, m.Target)
-				}
-			}
-			if rs.Policy == Geoproximity {
-				if m.Region != "" {
-					r, ok := cfg.Regions[m.Region]
-					if !ok {
-						return parsed.pos[m].errorf("record %s: unknown region '%s', expected one defined with 'region NAME LATITUDE LONGITUDE'", rs.Name, m.Region)
-					}
-					m.Lat, m.Lon = r.Lat, r.Lon
-				}
-				m.Lat, m.Lon = truncate2(m.Lat), truncate2(m.Lon) // as Route 53 does
-			}
-			if rs.Policy == Multivalue && (m.Kind == KindAlias || m.Type == dns.TypeCNAME || m.Type == dns.TypeNS) {
-				return parsed.pos[m].errorf("record %s: multivalue members must be A or AAAA or any other type but CNAME and NS, not %s", rs.Name, m.typeName())
-			}
-			if m.Type == dns.TypeNS && m.Kind != KindAlias {
-				if strings.HasPrefix(rs.Name, "*.") {
-					return parsed.pos[m].errorf("record %s: NS at a wildcard name, expected a delegation at an exact name", rs.Name)
-				}
-				if slices.Contains(cfg.Zones, rs.Name) {
-					return parsed.pos[m].errorf("record %s: NS at the zone apex, expected the ns property for the zone's own name servers", rs.Name)
-				}
+			if err := resolveMember(cfg, parsed, sets, rs, m); err != nil {
+				return err
 			}
 		}
 	}
 	cfg.parsing = nil // resolved: what parse left goes
-	// Alias cycles, then which types each name serves (aliases inherit their targets'),
-	// and how many record sets judging a name's health for one client may visit: a
-	// member that evaluates target health into a client-dependent group (geolocation,
-	// ip, or a group evaluating into one) is judged per query, through its branch.
-	served := map[*RecordSet]types{}
-	byName := map[string]types{}
-	dynamic := map[string]bool{}
-	paths := map[string]int{}
-	state := map[string]int{}
-	var visit func(name string, path []string) error
-	visit = func(name string, path []string) error {
-		switch state[name] {
-		case 1:
-			return parsed.setPos[sets[name][0]].errorf("record %s: alias cycle: %s", name, strings.Join(append(path, name), " -> "))
-		case 2:
-			return nil
-		}
-		state[name] = 1
-		var all types
-		n, dyn := 1, false
-		for _, rs := range sets[name] {
-			var k types
-			dyn = dyn || rs.Policy == Geolocation || rs.Policy == IPBased || rs.Policy == AZAffinity
-			for _, m := range rs.Members {
-				if m.Kind != KindAlias {
-					k = k.with(m.Type)
-					continue
-				}
-				if err := visit(m.Target, append(path, name)); err != nil {
-					return err
-				}
-				switch t := byName[m.Target]; {
-				case !slices.ContainsFunc(t, func(x uint16) bool { return aliasTypes[x] }):
-					return parsed.pos[m].errorf("record %s: alias target '%s' serves no records an alias can answer (NS and DS are not)", rs.Name, m.Target)
-				case m.Type != 0 && !t.has(m.Type):
-					return parsed.pos[m].errorf("record %s: alias target '%s' serves no %s records", rs.Name, m.Target, dns.TypeToString[m.Type])
-				case m.Type != 0:
-					k = k.with(m.Type)
-				default: // every type of the target an alias can have: not NS or DS
-					for _, x := range t {
-						if aliasTypes[x] {
-							k = k.with(x)
-						}
-					}
-				}
-				if m.ETH && dynamic[m.Target] {
-					dyn, n = true, min(n+paths[m.Target], maxAliasPaths+1)
-				}
-			}
-			for _, t := range k {
-				if all.has(t) {
-					other := sets[name][slices.IndexFunc(sets[name], func(o *RecordSet) bool { return served[o].has(t) })]
-					return parsed.setPos[rs].errorf("record %s: defined twice for %s (first at line %d, directly or through aliases); a name has one block, or one block per type", name, dns.TypeToString[t], parsed.setPos[other].line)
-				}
-				all = all.with(t)
-			}
-			served[rs] = k
-		}
-		if n > maxAliasPaths {
-			return parsed.setPos[sets[name][0]].errorf("record %s: evaluate target health into geolocation or ip groups reaches more than %d record sets counted once per path (targets shared by several aliases multiply), expected at most %d", name, maxAliasPaths, maxAliasPaths)
-		}
-		dynamic[name], paths[name] = dyn, n
-		if all.has(dns.TypeCNAME) && len(all) > 1 {
-			other := dns.TypeToString[all[slices.IndexFunc(all, func(t uint16) bool { return t != dns.TypeCNAME })]]
-			if all.has(dns.TypeA) || all.has(dns.TypeAAAA) {
-				other = "A/AAAA"
-			}
-			return parsed.setPos[sets[name][0]].errorf("record %s: CNAME and %s at one name (directly or through aliases); a CNAME must be alone", name, other)
-		}
-		byName[name] = all
-		state[name] = 2
-		return nil
-	}
+	w := aliasWalk{parsed: parsed, sets: sets, served: map[*RecordSet]types{}, byName: map[string]types{},
+		dynamic: map[string]bool{}, paths: map[string]int{}, state: map[string]int{}}
 	for _, rs := range cfg.Records {
-		if err := visit(rs.Name, nil); err != nil {
+		if err := w.visit(rs.Name, nil); err != nil {
 			return err
 		}
 	}
-	// Per type group rules (each type's members form a group of their own). Set
-	// identifiers are unique within a group, as Route 53 scopes them to a name and type.
+	return validateGroups(cfg, parsed, &w)
+}
+
+// resolveMember binds m's check and region by name and refuses what a member of rs's
+// policy and name cannot be.
+func resolveMember(cfg *Config, parsed *parseState, sets map[string][]*RecordSet, rs *RecordSet, m *Member) error {
+	if name, ok := parsed.checkNames[m]; ok {
+		spec, ok := cfg.Checks[name]
+		if !ok {
+			return parsed.pos[m].errorf("record %s: unknown check '%s'", rs.Name, name)
+		}
+		m.Check = spec
+	}
+	if m.Kind == KindAlias {
+		if _, ok := sets[m.Target]; !ok {
+			return parsed.pos[m].errorf("record %s: unknown alias target '%s', expected a record defined in this block", rs.Name, m.Target)
+		}
+	}
+	if rs.Policy == Geoproximity {
+		if m.Region != "" {
+			r, ok := cfg.Regions[m.Region]
+			if !ok {
+				return parsed.pos[m].errorf("record %s: unknown region '%s', expected one defined with 'region NAME LATITUDE LONGITUDE'", rs.Name, m.Region)
+			}
+			m.Lat, m.Lon = r.Lat, r.Lon
+		}
+		m.Lat, m.Lon = truncate2(m.Lat), truncate2(m.Lon) // as Route 53 does
+	}
+	if rs.Policy == Multivalue && (m.Kind == KindAlias || m.Type == dns.TypeCNAME || m.Type == dns.TypeNS) {
+		return parsed.pos[m].errorf("record %s: multivalue members must be A or AAAA or any other type but CNAME and NS, not %s", rs.Name, m.typeName())
+	}
+	if m.Type == dns.TypeNS && m.Kind != KindAlias {
+		if strings.HasPrefix(rs.Name, "*.") {
+			return parsed.pos[m].errorf("record %s: NS at a wildcard name, expected a delegation at an exact name", rs.Name)
+		}
+		if slices.Contains(cfg.Zones, rs.Name) {
+			return parsed.pos[m].errorf("record %s: NS at the zone apex, expected the ns property for the zone's own name servers", rs.Name)
+		}
+	}
+	return nil
+}
+
+// aliasWalk finds alias cycles, then which types each name serves (aliases inherit
+// their targets'), and how many record sets judging a name's health for one client
+// may visit: a member that evaluates target health into a client-dependent group
+// (geolocation, ip, azaffinity, or a group evaluating into one) is judged per query,
+// through its branch.
+type aliasWalk struct {
+	parsed  *parseState
+	sets    map[string][]*RecordSet
+	served  map[*RecordSet]types // the types each record set answers
+	byName  map[string]types     // and each name
+	dynamic map[string]bool      // judged per client
+	paths   map[string]int       // record sets visited judging it, counted per path
+	state   map[string]int       // 1: being visited, 2: done
+}
+
+func (w *aliasWalk) visit(name string, path []string) error {
+	switch w.state[name] {
+	case 1:
+		return w.parsed.setPos[w.sets[name][0]].errorf("record %s: alias cycle: %s", name, strings.Join(append(path, name), " -> "))
+	case 2:
+		return nil
+	}
+	w.state[name] = 1
+	var all types
+	n, dyn := 1, false
+	for _, rs := range w.sets[name] {
+		var k types
+		dyn = dyn || rs.Policy == Geolocation || rs.Policy == IPBased || rs.Policy == AZAffinity
+		for _, m := range rs.Members {
+			if m.Kind != KindAlias {
+				k = k.with(m.Type)
+				continue
+			}
+			if err := w.visit(m.Target, append(path, name)); err != nil {
+				return err
+			}
+			var err error
+			if k, err = w.aliasTypes(rs, m, k); err != nil {
+				return err
+			}
+			if m.ETH && w.dynamic[m.Target] {
+				dyn, n = true, min(n+w.paths[m.Target], maxAliasPaths+1)
+			}
+		}
+		for _, t := range k {
+			if all.has(t) {
+				other := w.sets[name][slices.IndexFunc(w.sets[name], func(o *RecordSet) bool { return w.served[o].has(t) })]
+				return w.parsed.setPos[rs].errorf("record %s: defined twice for %s (first at line %d, directly or through aliases); a name has one block, or one block per type", name, dns.TypeToString[t], w.parsed.setPos[other].line)
+			}
+			all = all.with(t)
+		}
+		w.served[rs] = k
+	}
+	if n > maxAliasPaths {
+		return w.parsed.setPos[w.sets[name][0]].errorf("record %s: evaluate target health into geolocation or ip groups reaches more than %d record sets counted once per path (targets shared by several aliases multiply), expected at most %d", name, maxAliasPaths, maxAliasPaths)
+	}
+	w.dynamic[name], w.paths[name] = dyn, n
+	if all.has(dns.TypeCNAME) && len(all) > 1 {
+		other := dns.TypeToString[all[slices.IndexFunc(all, func(t uint16) bool { return t != dns.TypeCNAME })]]
+		if all.has(dns.TypeA) || all.has(dns.TypeAAAA) {
+			other = "A/AAAA"
+		}
+		return w.parsed.setPos[w.sets[name][0]].errorf("record %s: CNAME and %s at one name (directly or through aliases); a CNAME must be alone", name, other)
+	}
+	w.byName[name] = all
+	w.state[name] = 2
+	return nil
+}
+
+// aliasTypes adds to k the types alias member m of rs answers: its type, or every type
+// of its target an alias can have (not NS or DS).
+func (w *aliasWalk) aliasTypes(rs *RecordSet, m *Member, k types) (types, error) {
+	switch t := w.byName[m.Target]; {
+	case !slices.ContainsFunc(t, func(x uint16) bool { return aliasTypes[x] }):
+		return k, w.parsed.pos[m].errorf("record %s: alias target '%s' serves no records an alias can answer (NS and DS are not)", rs.Name, m.Target)
+	case m.Type != 0 && !t.has(m.Type):
+		return k, w.parsed.pos[m].errorf("record %s: alias target '%s' serves no %s records", rs.Name, m.Target, dns.TypeToString[m.Type])
+	case m.Type != 0:
+		return k.with(m.Type), nil
+	default:
+		for _, x := range t {
+			if aliasTypes[x] {
+				k = k.with(x)
+			}
+		}
+		return k, nil
+	}
+}
+
+// validateGroups checks the rules of each type group (each type's members form a group
+// of their own). Set identifiers are unique within a group, as Route 53 scopes them to
+// a name and type.
+func validateGroups(cfg *Config, parsed *parseState, w *aliasWalk) error {
 	for _, rs := range cfg.Records {
-		for _, t := range served[rs] {
+		for _, t := range w.served[rs] {
 			var group []*Member
 			ids := map[string]bool{}
 			for _, m := range rs.Members {
-				if m.Type == t || (m.Kind == KindAlias && m.Type == 0 && aliasTypes[t] && byName[m.Target].has(t)) {
+				if m.Type == t || (m.Kind == KindAlias && m.Type == 0 && aliasTypes[t] && w.byName[m.Target].has(t)) {
 					if ids[m.ID] {
 						return parsed.pos[m].errorf("record %s: duplicate set identifier '%s' among the %s members, give each member of a type a unique id", rs.Name, m.ID, dns.TypeToString[t])
 					}
