@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/healthroute/healthroute/internal/watch"
 )
 
 // latencyTable holds measured latencies: for each client prefix, milliseconds per
@@ -82,45 +84,19 @@ func readLatencyTable(r io.Reader, name string, ids map[string]int) (*latencyTab
 	return t, nil
 }
 
-// watchLatencyTable reloads the table at path into r whenever the file's size or
-// modification time changes, checking every period, until ctx ends. A file that fails
-// to load is logged and the last good table keeps serving.
+// watchLatencyTable reloads the table at path into r whenever the file changes or
+// is replaced (see internal/watch), checking every period, until ctx ends. The
+// first check reloads: the file may have changed since setup read it. A file that
+// fails to load is logged and the last good table keeps serving.
 func watchLatencyTable(ctx context.Context, r *Resolver, path string, period time.Duration) {
-	stat := func() (time.Time, int64) {
-		fi, err := os.Stat(path)
-		if err != nil {
-			return time.Time{}, -1
-		}
-		return fi.ModTime(), fi.Size()
-	}
-	var mod time.Time // the first check reloads: the file may have changed since setup read it
-	var size int64 = -2
-	every(ctx, period, func() {
-		m, s := stat()
-		if m.Equal(mod) && s == size {
-			return
-		}
-		mod, size = m, s
+	watch.Poll(ctx, period, []string{path}, nil, func() bool {
 		t, err := loadLatencyTable(path, r.plan.regionIDs)
 		if err != nil {
 			log.Errorf("latency_table: keeping the previous table: %v", err)
-			return
+			return true // tried again once the file changes again
 		}
 		r.latency.Store(t)
 		log.Debugf("latency_table: loaded %s (%d prefixes)", path, t.rows.len())
+		return true
 	})
-}
-
-// every calls f every period until ctx ends.
-func every(ctx context.Context, period time.Duration, f func()) {
-	tick := time.NewTicker(period)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		f()
-	}
 }

@@ -2,7 +2,6 @@ package healthroute
 
 import (
 	"context"
-	"os"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -12,6 +11,7 @@ import (
 	"github.com/coredns/caddy/caddyfile"
 
 	"github.com/healthroute/healthroute/health"
+	"github.com/healthroute/healthroute/internal/watch"
 	"github.com/healthroute/healthroute/route53"
 )
 
@@ -21,21 +21,7 @@ import (
 type route53Config struct {
 	files route53.Files // paths resolved against the server's root
 	pos   pos
-	stats []fileStat // of files, as parse read them
-}
-
-// fileStat is what a watcher compares to notice that a file changed.
-type fileStat struct {
-	mod  time.Time
-	size int64
-}
-
-func statFile(path string) fileStat {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return fileStat{size: -1}
-	}
-	return fileStat{fi.ModTime(), fi.Size()}
+	stats []watch.Stamp // of files, as parse read them
 }
 
 // parseRoute53 reads the route53 property's block.
@@ -91,9 +77,7 @@ func parseRoute53(c *caddy.Controller, cfg *Config, args []string) error {
 // names the file, and the record set or line.
 func loadRoute53(cfg *Config, children *map[*health.Spec][]childRef) error {
 	r := cfg.Route53
-	for _, p := range r.files.Paths() {
-		r.stats = append(r.stats, statFile(p))
-	}
+	r.stats = watch.Stamps(r.files.Paths())
 	in, err := r.files.Load()
 	if err != nil {
 		return r.pos.errorf("route53: %v", err)
@@ -133,21 +117,18 @@ func init() {
 }
 
 // watchRoute53 polls the route53 property's files every period until ctx ends, and
-// reloads the server when one changed since parse read them. The reload parses the
-// whole Corefile again: a zone that fails to load is logged and the previous
-// configuration keeps serving, as on any reload that fails.
+// reloads the server when one changed or was replaced since parse read them (see
+// internal/watch). The reload parses the whole Corefile again: a zone that fails to
+// load is logged and the previous configuration keeps serving, as on any reload
+// that fails.
 func watchRoute53(ctx context.Context, r *route53Config, period time.Duration, reload func() bool) {
 	paths := r.files.Paths()
-	last := append([]fileStat(nil), r.stats...)
-	every(ctx, period, func() {
-		now := make([]fileStat, len(paths))
-		for i, p := range paths {
-			now[i] = statFile(p)
+	watch.Poll(ctx, period, paths, slices.Clone(r.stats), func() bool {
+		if !reload() {
+			return false
 		}
-		if !slices.Equal(now, last) && reload() {
-			log.Infof("route53: %s changed: reloading", strings.Join(paths, ", "))
-			last = now
-		}
+		log.Infof("route53: %s changed: reloading", strings.Join(paths, ", "))
+		return true
 	})
 }
 

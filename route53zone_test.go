@@ -16,6 +16,7 @@ import (
 	"github.com/coredns/caddy"
 	"github.com/miekg/dns"
 
+	"github.com/healthroute/healthroute/internal/watch"
 	"github.com/healthroute/healthroute/route53"
 )
 
@@ -179,8 +180,8 @@ func TestRoute53Watch(t *testing.T) {
 			if err := os.WriteFile(p, []byte("{}"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			r.stats = append(r.stats, statFile(p))
 		}
+		r.stats = watch.Stamps(r.files.Paths())
 		var calls, started atomic.Int32
 		var busy atomic.Bool
 		ctx, cancel := context.WithCancel(t.Context())
