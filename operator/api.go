@@ -58,7 +58,7 @@ func listen(addr, tokenFile string, op *Operator) (*server, error) {
 	s := newServer(op, addr, tokenFile)
 	s.done = make(chan struct{})
 	s.srv = &http.Server{Handler: s.handler(), ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: readTimeout,
-		WriteTimeout: writeTimeout, IdleTimeout: idleTimeout, MaxHeaderBytes: maxHeaderBytes,
+		WriteTimeout: writeTimeout, IdleTimeout: idleTimeout, MaxHeaderBytes: maxHeaderBytes - headerSlack,
 		ErrorLog:    stdlog.New(s.logs, "", 0),
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, connKey{}, c) }}
 	go func() {

@@ -27,8 +27,14 @@ const (
 	readTimeout       = 10 * time.Second // the whole request, body included
 	writeTimeout      = 10 * time.Second // writing the response
 	idleTimeout       = 30 * time.Second // between requests on a kept-alive connection
-	maxHeaderBytes    = 8 << 10
-	maxBodyBytes      = 4 << 10 // the only body read is an override's state
+	// maxHeaderBytes bounds a request's head: its request line and header lines as
+	// sent, up to and including the blank line that ends them. More gets 431.
+	maxHeaderBytes = 8 << 10
+	// headerSlack is how far net/http's server reads past its MaxHeaderBytes before
+	// it answers 431 (4096 bytes, for its buffering): the server is given
+	// maxHeaderBytes-headerSlack, so that the bound applied is maxHeaderBytes.
+	headerSlack  = 4096
+	maxBodyBytes = 4 << 10 // the only body read is an override's state
 
 	// maxExpensive is how many uncached renderings and explanations run at once;
 	// expensiveWait is how long a request waits for its turn before a 503.
