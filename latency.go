@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 	"net/netip"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -30,13 +29,20 @@ const maxLatencyMs = unknownLatency / 1000
 // loadLatencyTable reads a CSV of `client_cidr,region,milliseconds` lines (blank lines
 // and lines starting with '#' skipped; an optional header line naming the columns).
 // Regions not in ids are ignored: no record uses them.
-func loadLatencyTable(path string, ids map[string]int) (*latencyTable, error) {
-	f, err := os.Open(path)
+// A file over limit bytes is refused, a regular file before it is read; the memory
+// a big file's load used is returned to the system after it.
+func loadLatencyTable(path string, ids map[string]int, limit int64) (*latencyTable, error) {
+	f, err := watch.Open(path, limit)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return readLatencyTable(f, path, ids)
+	t, err := readLatencyTable(f, path, ids)
+	if watch.IsTooLarge(err) {
+		err = &watch.TooLargeError{Path: path, Limit: limit}
+	}
+	watch.Release(f.N())
+	return t, err
 }
 
 func readLatencyTable(r io.Reader, name string, ids map[string]int) (*latencyTable, error) {
@@ -90,9 +96,9 @@ func readLatencyTable(r io.Reader, name string, ids map[string]int) (*latencyTab
 // fails to load is logged and the last good table keeps serving.
 func watchLatencyTable(ctx context.Context, r *Resolver, path string, period time.Duration) {
 	watch.Poll(ctx, period, []string{path}, nil, func() bool {
-		t, err := loadLatencyTable(path, r.plan.regionIDs)
+		t, err := loadLatencyTable(path, r.plan.regionIDs, r.cfg.fileLimit())
 		if err != nil {
-			log.Errorf("latency_table: keeping the previous table: %v", err)
+			log.Errorf("latency_table: keeping the previous table: %v", limitHint(err))
 			return true // tried again once the file changes again
 		}
 		r.latency.Store(t)

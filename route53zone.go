@@ -78,9 +78,11 @@ func parseRoute53(c *caddy.Controller, cfg *Config, args []string) error {
 func loadRoute53(cfg *Config, children *map[*health.Spec][]childRef) error {
 	r := cfg.Route53
 	r.stats = watch.Stamps(r.files.Paths())
+	r.files.Limit = cfg.fileLimit()
 	in, err := r.files.Load()
+	defer watch.Release(r.files.Read)
 	if err != nil {
-		return r.pos.errorf("route53: %v", err)
+		return r.pos.errorf("route53: %v", limitHint(err))
 	}
 	if len(cfg.Zones) == 1 {
 		in.Zone = cfg.Zones[0]

@@ -51,7 +51,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	in, err := route53.Files{Records: *records, HealthChecks: *checks, CIDRBlocks: cidrs}.Load()
+	files := route53.Files{Records: *records, HealthChecks: *checks, CIDRBlocks: cidrs}
+	in, err := files.Load()
 	if err == nil {
 		in.Zone, in.BlockTTL = *zone, *blockTTL
 		var res *route53.Result
