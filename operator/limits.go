@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/healthroute/healthroute/internal/ratelog"
 	"golang.org/x/time/rate"
 )
 
@@ -69,7 +70,7 @@ const (
 type limitListener struct {
 	net.Listener
 	max, perClient int
-	logs           *rateLog
+	logs           *errorLog
 
 	mu     sync.Mutex
 	open   int
@@ -77,7 +78,7 @@ type limitListener struct {
 	client map[netip.Prefix][]*limitConn // oldest first
 }
 
-func newLimitListener(ln net.Listener, max, perClient int, logs *rateLog) *limitListener {
+func newLimitListener(ln net.Listener, max, perClient int, logs *errorLog) *limitListener {
 	return &limitListener{Listener: ln, max: max, perClient: perClient, logs: logs, client: map[netip.Prefix][]*limitConn{}}
 }
 
@@ -245,45 +246,34 @@ func (p pacer) paced(next http.Handler) http.Handler {
 	})
 }
 
-// rateLog logs errors of each kind at most once per period, so a flood of bad
-// requests or connections cannot flood the log: the lines it holds back are counted
-// and the count goes out with the next line of that kind.
-type rateLog struct {
-	period time.Duration
-	now    func() time.Time // time.Now; tests set it
-	out    func(msg string) // the plugin's error log; tests set it
-
-	mu   sync.Mutex
-	last map[string]time.Time // by kind: a fixed, small set of names
-	held map[string]int
+// errorLog logs errors of each kind at most once per period (internal/ratelog),
+// so a flood of bad requests or connections cannot flood the log: the lines it
+// holds back are counted and the count goes out with the next line of that kind.
+type errorLog struct {
+	now   func() time.Time // time.Now; tests set it
+	out   func(msg string) // the plugin's error log; tests set it
+	limit ratelog.Limiter
 }
 
-func newRateLog(period time.Duration) *rateLog {
-	return &rateLog{period: period, now: time.Now, out: func(msg string) { log.Error(msg) }, last: map[string]time.Time{}, held: map[string]int{}}
+func newErrorLog(period time.Duration) *errorLog {
+	return &errorLog{now: time.Now, out: func(msg string) { log.Error(msg) }, limit: ratelog.Limiter{Window: period, Burst: 1}}
 }
 
 // Errorf logs the message unless a message of kind went out less than a period ago.
-func (r *rateLog) Errorf(kind, format string, args ...any) {
-	r.mu.Lock()
-	now := r.now()
-	if t, ok := r.last[kind]; ok && now.Sub(t) < r.period {
-		r.held[kind]++
-		r.mu.Unlock()
+func (r *errorLog) Errorf(kind, format string, args ...any) {
+	ok, held := r.limit.Allow(kind, r.now())
+	if !ok {
 		return
 	}
-	r.last[kind] = now
-	held := r.held[kind]
-	r.held[kind] = 0
-	r.mu.Unlock()
 	msg := fmt.Sprintf(format, args...)
-	if held > 0 {
-		msg += fmt.Sprintf(" (and %d more like it since the last such line)", held)
+	if held.Count > 0 {
+		msg += fmt.Sprintf(" (and %d more like it since the last such line)", held.Count)
 	}
 	r.out(msg)
 }
 
 // Write makes r the http.Server's error log: each line is an error of kind "http".
-func (r *rateLog) Write(p []byte) (int, error) {
+func (r *errorLog) Write(p []byte) (int, error) {
 	r.Errorf("http", "api: %s", trimNewline(p))
 	return len(p), nil
 }
