@@ -106,18 +106,6 @@ func loadRoute53(cfg *Config, children *map[*health.Spec][]childRef) error {
 	})
 }
 
-// instance is the running CoreDNS instance, for the route53 watcher's reloads.
-var instance atomic.Pointer[caddy.Instance]
-
-func init() {
-	caddy.RegisterEventHook(pluginName, func(ev caddy.EventName, info any) error {
-		if i, ok := info.(*caddy.Instance); ok && ev == caddy.InstanceStartupEvent {
-			instance.Store(i)
-		}
-		return nil
-	})
-}
-
 // watchRoute53 polls the route53 property's files every period until ctx ends, and
 // reloads the server when one changed or was replaced since parse read them (see
 // internal/watch). The reload parses the whole Corefile again: a zone that fails to
@@ -138,12 +126,27 @@ func watchRoute53(ctx context.Context, r *route53Config, period time.Duration, r
 var restarting atomic.Bool
 
 // reloadInstance restarts the running instance with its own Corefile, which reads
-// the route53 files again, and reports whether it started one: false while another
-// runs, so that the watcher tries again at its next check. It returns at once: the
-// restart shuts this handler down.
+// the route53 files again, and reports whether it started one. It refuses (false,
+// so that the watcher offers the change again at its next check) while another
+// reload runs, whatever started it (a watcher, SIGUSR1, the reload plugin): reloads
+// are one at a time, and a change that arrives during one is applied after it. It
+// returns at once: the restart shuts this handler down.
+//
+// The instance restarted is the one running now, looked up at each reload: a
+// watcher outlives no instance, but the instance that started it may already have
+// been replaced by a reload it did not start.
 func reloadInstance() bool {
-	i := instance.Load()
-	if i == nil || !restarting.CompareAndSwap(false, true) {
+	return reloadThrough(shared, currentInstance)
+}
+
+// reloadThrough is reloadInstance with its registry and instance lookup.
+func reloadThrough(reg *registry, current func() *caddy.Instance) bool {
+	if reg.isReloading() || !restarting.CompareAndSwap(false, true) {
+		return false
+	}
+	i := current()
+	if i == nil {
+		restarting.Store(false)
 		return false
 	}
 	go func() {
@@ -153,4 +156,14 @@ func reloadInstance() bool {
 		}
 	}()
 	return true
+}
+
+// currentInstance returns the running instance: caddy lists the instances that
+// serve, and outside a reload (when this is asked) there is one.
+func currentInstance() *caddy.Instance {
+	insts := caddy.Instances()
+	if len(insts) == 0 {
+		return nil
+	}
+	return insts[len(insts)-1]
 }

@@ -227,3 +227,23 @@ func TestRoute53Watch(t *testing.T) {
 		<-done
 	})
 }
+
+// A watcher's reload waits while another reload runs, whatever started it, and
+// restarts nothing when no instance runs; either way the watcher offers the change
+// again at its next check.
+func TestRoute53ReloadWaitsForRunningReload(t *testing.T) {
+	reg := &registry{}
+	looked := 0
+	current := func() *caddy.Instance { looked++; return nil }
+	reg.beginReload()
+	if reloadThrough(reg, current) || looked != 0 {
+		t.Fatalf("started a reload (looked up %d instances) while another ran", looked)
+	}
+	reg.abortReload()
+	if reloadThrough(reg, current) || looked != 1 {
+		t.Fatalf("with no instance running: started a reload, or looked up %d instances; want 1 look, no reload", looked)
+	}
+	if restarting.Load() {
+		t.Fatal("the refused reload left the restarting flag set")
+	}
+}
