@@ -110,6 +110,8 @@ racing:
 	var g, f int
 	coretest.WaitUntil(t, 10*time.Second, "goroutines and descriptors back to their level before the reloads",
 		func() bool { g, f = reloadLeftovers(t, s, metrics); return g <= g0 && f <= f0 },
-		func() string { return fmt.Sprintf("goroutines %d (before %d), descriptors %d (before %d)", g, g0, f, f0) })
+		func() string {
+			return fmt.Sprintf("goroutines %d (before %d), descriptors %d (before %d)", g, g0, f, f0)
+		})
 	t.Logf("goroutines %d (before %d), descriptors %d (before %d)", g, g0, f, f0)
 }
