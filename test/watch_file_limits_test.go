@@ -123,83 +123,112 @@ func TestWatchedExportJunkAndBigExportCostBoundedMemory(t *testing.T) {
 	writeExport(t, records, 0, "192.0.2.1")
 	port := coretest.FreePort(t)
 	s := coretest.Start(t, fmt.Sprintf("example.com:%d {\n\tbind 127.0.0.1\n\thealthroute {\n\t\troute53 {\n\t\t\trecords %s\n\t\t}\n\t}\n}\n", port, records), port, "www.example.com")
-	pid := s.Cmd.Process.Pid
-	var answer atomic.Value
+	var answer atomic.Value // the answers allowed at the time, separated by '|'
 	answer.Store("192.0.2.1")
-	// The answers allowed at the time, separated by '|'.
 	load := startDNSLoad(t, s.Addr, "www.example.com.", 4, func(a string) bool {
 		return slices.Contains(strings.Split(answer.Load().(string), "|"), a)
 	})
 	loadStart := time.Now()
 	coretest.WaitUntil(t, 10*time.Second, "DNS load under way", func() bool { return load.sent.Load() > 1000 }, func() string { return "" })
-	before, _ := coretest.Memory(t, pid)
+	before, _ := coretest.Memory(t, s.Cmd.Process.Pid)
 	t.Logf("before: RSS %.1f MiB", float64(before)/mib)
 
-	replace := func(write func(tmp string)) time.Time {
-		tmp := records + ".new"
-		write(tmp)
-		if err := os.Rename(tmp, records); err != nil {
-			t.Fatal(err)
-		}
-		return time.Now()
-	}
-	junk := []struct {
+	for _, j := range []struct {
 		name  string
-		write func(tmp string)
-	}{
-		{"500 MB sparse junk", func(tmp string) {
-			f, err := os.Create(tmp)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := f.Truncate(500 << 20); err != nil {
-				t.Fatal(err)
-			}
-			f.Close()
-		}},
-		{"60 MB of log lines", func(tmp string) {
-			f, err := os.Create(tmp)
-			if err != nil {
-				t.Fatal(err)
-			}
-			w := bufio.NewWriter(f)
-			line := "2026-12-01T18:40:01Z INFO request served in 3ms from 192.0.2.77\n"
-			for range 60 * mib / len(line) {
-				w.WriteString(line)
-			}
-			if err := w.Flush(); err != nil {
-				t.Fatal(err)
-			}
-			f.Close()
-		}},
-	}
-	for _, j := range junk {
-		resetPeak(t, pid)
-		n := refusals(s)
-		at := replace(j.write)
-		// The watcher looks every 2 s; the refusal follows within 2 s of that.
-		coretest.WaitUntil(t, watchPeriod+2*time.Second, j.name+" refused", func() bool { return refusals(s) > n },
-			func() string { return s.Output() })
-		took := time.Since(at)
-		rss, peak := coretest.Memory(t, pid)
-		t.Logf("%s: refused %s after the rename; peak RSS %.1f MiB, RSS %.1f MiB", j.name, took.Round(time.Millisecond), float64(peak)/mib, float64(rss)/mib)
-		if peak > before+defaultFileLimit {
-			t.Errorf("%s: peak RSS %.1f MiB; want under %.1f MiB (before plus the size limit)", j.name, float64(peak)/mib, float64(before+defaultFileLimit)/mib)
-		}
-		if rss > before+before/10 {
-			t.Errorf("%s: RSS %.1f MiB after the refusal; want within 10%% of %.1f MiB", j.name, float64(rss)/mib, float64(before)/mib)
-		}
-		os.Remove(records) // the junk goes; the next file is renamed in its place
+		write func(t *testing.T, path string)
+	}{{"500 MB sparse junk", writeSparseJunk}, {"60 MB of log lines", writeLogJunk}} {
+		junkRefused(t, s, records, before, j.name, j.write)
 	}
 	if !strings.Contains(s.Output(), "is over the size limit of 67108864 bytes (max_file_size raises the limit)") ||
 		!strings.Contains(s.Output(), "expected a JSON object or array, found a number") {
 		t.Errorf("the refusals do not say why:\n%s", s.Output())
 	}
 
-	resetPeak(t, pid)
-	at := replace(func(tmp string) { writeExport(t, tmp, 200_000, "192.0.2.2") })
-	fi, _ := os.Stat(records)
 	answer.Store("192.0.2.1|192.0.2.2") // either, until the new configuration is in
+	bigExportLoaded(t, s, records, before)
+	load.stop()
+	t.Logf("DNS: %d queries (%.0f a second), %d lost, %d wrong", load.sent.Load(), float64(load.sent.Load())/time.Since(loadStart).Seconds(),
+		load.lost.Load(), load.wrong.Load())
+	if load.lost.Load() != 0 || load.wrong.Load() != 0 {
+		t.Errorf("%d of %d queries lost, %d wrong (last: %v)", load.lost.Load(), load.sent.Load(), load.wrong.Load(), load.lastWrong.Load())
+	}
+}
+
+// replaceFile writes a new file with write and renames it over path; it returns
+// when the rename was done.
+func replaceFile(t *testing.T, path string, write func(t *testing.T, path string)) time.Time {
+	t.Helper()
+	tmp := path + ".new"
+	write(t, tmp)
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+	return time.Now()
+}
+
+// writeSparseJunk writes 500 MB of zeros that take no disk.
+func writeSparseJunk(t *testing.T, path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Truncate(500 << 20); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writeLogJunk writes 60 MB of log lines, streamed.
+func writeLogJunk(t *testing.T, path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w := bufio.NewWriter(f)
+	line := "2026-12-01T18:40:01Z INFO request served in 3ms from 192.0.2.77\n"
+	for range 60 * mib / len(line) {
+		w.WriteString(line)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// junkRefused renames the junk write makes over the export at path, waits for the
+// server to refuse it, checks the server's memory against before, and removes the
+// junk.
+func junkRefused(t *testing.T, s *coretest.Server, path string, before int64, name string, write func(*testing.T, string)) {
+	t.Helper()
+	pid := s.Cmd.Process.Pid
+	resetPeak(t, pid)
+	n := refusals(s)
+	at := replaceFile(t, path, write)
+	defer os.Remove(path) // the junk goes; the next file is renamed in its place
+	// The watcher looks every 2 s; the refusal follows within 2 s of that.
+	coretest.WaitUntil(t, watchPeriod+2*time.Second, name+" refused", func() bool { return refusals(s) > n }, s.Output)
+	took := time.Since(at)
+	rss, peak := coretest.Memory(t, pid)
+	t.Logf("%s: refused %s after the rename; peak RSS %.1f MiB, RSS %.1f MiB", name, took.Round(time.Millisecond), float64(peak)/mib, float64(rss)/mib)
+	if peak > before+defaultFileLimit {
+		t.Errorf("%s: peak RSS %.1f MiB; want under %.1f MiB (before plus the size limit)", name, float64(peak)/mib, float64(before+defaultFileLimit)/mib)
+	}
+	if rss > before+before/10 {
+		t.Errorf("%s: RSS %.1f MiB after the refusal; want within 10%% of %.1f MiB", name, float64(rss)/mib, float64(before)/mib)
+	}
+}
+
+// bigExportLoaded renames an export of 200,000 record sets over the one at path,
+// waits for its answers, and checks the server's peak memory against before.
+func bigExportLoaded(t *testing.T, s *coretest.Server, path string, before int64) {
+	t.Helper()
+	pid := s.Cmd.Process.Pid
+	resetPeak(t, pid)
+	at := replaceFile(t, path, func(t *testing.T, tmp string) { writeExport(t, tmp, 200_000, "192.0.2.2") })
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
 	s.WaitFor(t, "www.example.com.", dns.TypeA, 30*time.Second, "the 200,000-record-set export", func(m *dns.Msg) bool {
 		return len(m.Answer) == 1 && m.Answer[0].(*dns.A).A.String() == "192.0.2.2"
 	})
@@ -215,11 +244,5 @@ func TestWatchedExportJunkAndBigExportCostBoundedMemory(t *testing.T) {
 	// limit. The bound holds that multiple, with room.
 	if bound := before + exportPeakFactor*fi.Size(); peak > bound {
 		t.Errorf("peak RSS %.1f MiB; want under %.1f MiB (before plus %d times the export's size)", float64(peak)/mib, float64(bound)/mib, exportPeakFactor)
-	}
-	load.stop()
-	t.Logf("DNS: %d queries (%.0f a second), %d lost, %d wrong", load.sent.Load(), float64(load.sent.Load())/time.Since(loadStart).Seconds(),
-		load.lost.Load(), load.wrong.Load())
-	if load.lost.Load() != 0 || load.wrong.Load() != 0 {
-		t.Errorf("%d of %d queries lost, %d wrong (last: %v)", load.lost.Load(), load.sent.Load(), load.wrong.Load(), load.lastWrong.Load())
 	}
 }
