@@ -2,6 +2,7 @@ package healthroute
 
 import (
 	"context"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -153,6 +154,7 @@ func reloadThrough(reg *registry, current func() *caddy.Instance) bool {
 		defer restarting.Store(false)
 		if _, err := i.Restart(i.Caddyfile()); err != nil {
 			log.Errorf("route53: keeping the previous configuration: %v", err)
+			debug.FreeOSMemory() // what the failed reload built is garbage: return it now
 		}
 	}()
 	return true
