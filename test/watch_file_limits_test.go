@@ -227,7 +227,9 @@ func junkRefused(t *testing.T, s *coretest.Server, path string, before int64, na
 	var rss int64
 	coretest.WaitUntil(t, 5*time.Second, name+": RSS back within 10% of before",
 		func() bool { rss, _ = coretest.Memory(t, pid); return rss <= before+before/10 },
-		func() string { return fmt.Sprintf("RSS %.1f MiB, before %.1f MiB", float64(rss)/mib, float64(before)/mib) })
+		func() string {
+			return fmt.Sprintf("RSS %.1f MiB, before %.1f MiB", float64(rss)/mib, float64(before)/mib)
+		})
 	t.Logf("%s: refused %s after the rename; peak RSS %.1f MiB, RSS after %.1f MiB", name, took.Round(time.Millisecond), float64(peak)/mib, float64(rss)/mib)
 }
 
