@@ -26,7 +26,7 @@ const defaultFileLimit = 64 << 20
 // resolvers do, and counted as retried; unanswered again, as lost.
 type dnsLoad struct {
 	sent, retried, lost, wrong atomic.Int64
-	lastWrong                  atomic.Value
+	lastWrong, lastLost        atomic.Value
 	stop                       func()
 }
 
@@ -58,6 +58,7 @@ func startDNSLoad(t *testing.T, addr, name string, workers int, want func(string
 				switch {
 				case err != nil:
 					l.lost.Add(1)
+					l.lastLost.Store(time.Now().Format("15:04:05.000") + " " + err.Error())
 				case len(r.Answer) != 1 || !want(r.Answer[0].(*dns.A).A.String()):
 					l.wrong.Add(1)
 					l.lastWrong.Store(r.String())
@@ -161,7 +162,8 @@ func TestWatchedExportJunkAndBigExportCostBoundedMemory(t *testing.T) {
 	t.Logf("DNS: %d queries (%.0f a second), %d retried after 1 s without an answer, %d lost, %d wrong", load.sent.Load(),
 		float64(load.sent.Load())/time.Since(loadStart).Seconds(), load.retried.Load(), load.lost.Load(), load.wrong.Load())
 	if load.lost.Load() != 0 || load.wrong.Load() != 0 {
-		t.Errorf("%d of %d queries lost, %d wrong (last: %v)", load.lost.Load(), load.sent.Load(), load.wrong.Load(), load.lastWrong.Load())
+		t.Errorf("%d of %d queries lost (last: %v), %d wrong (last: %v)\n%s", load.lost.Load(), load.sent.Load(), load.lastLost.Load(),
+			load.wrong.Load(), load.lastWrong.Load(), s.Output())
 	}
 }
 
