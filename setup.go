@@ -98,7 +98,7 @@ func parse(c *caddy.Controller) (*Config, error) {
 			if err != nil {
 				return err
 			}
-			n, ok := parseSize(v)
+			n, ok := watch.ParseSize(v)
 			if !ok {
 				return c.Errf("max_file_size: invalid value '%s', expected a size from 1K to 4G (a number of bytes, or with K, M or G: KiB, MiB, GiB)", v)
 			}
@@ -673,26 +673,6 @@ func normalizeName(n string, wild bool) (string, bool) {
 		return "", false
 	}
 	return n, true
-}
-
-// parseSize reads a size of max_file_size: bytes, or KiB, MiB or GiB with the
-// suffix K, M or G; from 1 KiB to 4 GiB.
-func parseSize(v string) (int64, bool) {
-	unit := int64(1)
-	switch {
-	case strings.HasSuffix(v, "K"):
-		unit, v = 1<<10, strings.TrimSuffix(v, "K")
-	case strings.HasSuffix(v, "M"):
-		unit, v = 1<<20, strings.TrimSuffix(v, "M")
-	case strings.HasSuffix(v, "G"):
-		unit, v = 1<<30, strings.TrimSuffix(v, "G")
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n < 1 || n > (4<<30)/unit {
-		return 0, false
-	}
-	n *= unit
-	return n, n >= 1<<10
 }
 
 // limitHint adds to a file's size-limit error how to raise the limit.

@@ -1,7 +1,7 @@
 // Command healthroute-import prints the healthroute Corefile lines (region, check and
 // record) equivalent to a Route 53 hosted zone, from the JSON the aws CLI prints:
 //
-//	healthroute-import -records rrsets.json [-checks checks.json] [-cidr [COLLECTION_ID=]blocks.json]... [-zone example.org.] [-block-ttl]
+//	healthroute-import -records rrsets.json [-checks checks.json] [-cidr [COLLECTION_ID=]blocks.json]... [-zone example.org.] [-block-ttl] [-max-file-size 64M]
 //
 // The lines go to standard output, to be put inside a healthroute block as they are,
 // `ttl` lines included; warnings (what will answer differently from Route 53) go to
@@ -20,6 +20,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/healthroute/healthroute/internal/watch"
 	"github.com/healthroute/healthroute/route53"
 )
 
@@ -37,11 +38,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	records := fs.String("records", "", "`FILE` of aws route53 list-resource-record-sets output, or a change batch; - for standard input (required)")
 	checks := fs.String("checks", "", "`FILE` of aws route53 list-health-checks output")
 	zone := fs.String("zone", "", "the hosted zone's `NAME`; default: the SOA record set's name")
+	maxSize := fs.String("max-file-size", "64M", "the size limit of each file: bytes, or with K, M or G (KiB, MiB, GiB), from 1K to 4G")
 	blockTTL := fs.Bool("block-ttl", false, "leave out the ttl lines: every answer carries the healthroute block's ttl, not the record set's")
 	var cidrs cidrFlags
 	fs.Var(&cidrs, "cidr", "`[COLLECTION_ID=]FILE` of aws route53 list-cidr-blocks output; repeat for each collection (without an ID: any collection)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: healthroute-import -records FILE [-checks FILE] [-cidr [COLLECTION_ID=]FILE]... [-zone NAME] [-block-ttl]")
+		fmt.Fprintln(stderr, "usage: healthroute-import -records FILE [-checks FILE] [-cidr [COLLECTION_ID=]FILE]... [-zone NAME] [-block-ttl] [-max-file-size SIZE]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -51,7 +53,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	files := route53.Files{Records: *records, HealthChecks: *checks, CIDRBlocks: cidrs}
+	limit, ok := watch.ParseSize(*maxSize)
+	if !ok {
+		fmt.Fprintf(stderr, "healthroute-import: -max-file-size: invalid value %q, expected a size from 1K to 4G\n", *maxSize)
+		return 2
+	}
+	files := route53.Files{Records: *records, HealthChecks: *checks, CIDRBlocks: cidrs, Limit: limit}
 	in, err := files.Load()
 	if err == nil {
 		in.Zone, in.BlockTTL = *zone, *blockTTL

@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"strconv"
+	"strings"
 )
 
 // DefaultLimit is the size limit of a watched or loaded file (a route53 export, a
@@ -101,4 +103,25 @@ func Release(n int64) {
 	if n >= releaseAfter {
 		debug.FreeOSMemory()
 	}
+}
+
+// ParseSize reads a size limit as the Corefile's max_file_size and the import
+// command's -max-file-size give it: bytes, or KiB, MiB or GiB with the suffix K, M
+// or G; from 1 KiB to 4 GiB.
+func ParseSize(v string) (int64, bool) {
+	unit := int64(1)
+	switch {
+	case strings.HasSuffix(v, "K"):
+		unit, v = 1<<10, strings.TrimSuffix(v, "K")
+	case strings.HasSuffix(v, "M"):
+		unit, v = 1<<20, strings.TrimSuffix(v, "M")
+	case strings.HasSuffix(v, "G"):
+		unit, v = 1<<30, strings.TrimSuffix(v, "G")
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 1 || n > (4<<30)/unit {
+		return 0, false
+	}
+	n *= unit
+	return n, n >= 1<<10
 }
