@@ -30,7 +30,7 @@ const maxLatencyMs = unknownLatency / 1000
 // and lines starting with '#' skipped; an optional header line naming the columns).
 // Regions not in ids are ignored: no record uses them.
 // A file over limit bytes is refused, a regular file before it is read; the memory
-// a big file's load used is returned to the system after it.
+// of a big file's load that failed is returned to the system at once.
 func loadLatencyTable(path string, ids map[string]int, limit int64) (*latencyTable, error) {
 	f, err := watch.Open(path, limit)
 	if err != nil {
@@ -41,7 +41,9 @@ func loadLatencyTable(path string, ids map[string]int, limit int64) (*latencyTab
 	if watch.IsTooLarge(err) {
 		err = &watch.TooLargeError{Path: path, Limit: limit}
 	}
-	watch.Release(f.N())
+	if err != nil {
+		watch.Release(f.N())
+	}
 	return t, err
 }
 

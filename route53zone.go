@@ -75,13 +75,18 @@ func parseRoute53(c *caddy.Controller, cfg *Config, args []string) error {
 
 // loadRoute53 reads the route53 property's files, converts the hosted zone and parses
 // its region, check and record lines into cfg as if the block held them. Any error
-// names the file, and the record set or line.
-func loadRoute53(cfg *Config, children *map[*health.Spec][]childRef) error {
+// names the file, and the record set or line. The memory of a big load that failed
+// is returned to the system at once.
+func loadRoute53(cfg *Config, children *map[*health.Spec][]childRef) (err error) {
 	r := cfg.Route53
 	r.stats = watch.Stamps(r.files.Paths())
 	r.files.Limit = cfg.fileLimit()
+	defer func() {
+		if err != nil {
+			watch.Release(r.files.Read)
+		}
+	}()
 	in, err := r.files.Load()
-	defer watch.Release(r.files.Read)
 	if err != nil {
 		return r.pos.errorf("route53: %v", limitHint(err))
 	}

@@ -96,9 +96,11 @@ func IsTooLarge(err error) bool {
 // used to the system at once.
 const releaseAfter = 8 << 20
 
-// Release returns the memory a load that read n bytes left behind to the system
-// (a garbage collection and a scavenge) when n is large, so that a big file,
-// loaded or refused, does not keep the process's resident memory up for minutes.
+// Release returns the memory a failed load that read n bytes left behind to the
+// system (a garbage collection and a scavenge) when n is large, so that a big file
+// refused does not keep the process's resident memory up for minutes. A load that
+// succeeded is left to the runtime's own pace: forcing a collection and a scavenge
+// of hundreds of MiB while DNS is served would stall it.
 func Release(n int64) {
 	if n >= releaseAfter {
 		debug.FreeOSMemory()
