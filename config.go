@@ -9,6 +9,7 @@ import (
 
 	"github.com/healthroute/healthroute/health"
 	"github.com/healthroute/healthroute/health/fleet"
+	"github.com/healthroute/healthroute/internal/watch"
 )
 
 // Policy is a record set's routing policy.
@@ -96,6 +97,7 @@ type Config struct {
 	Checks       map[string]*health.Spec // by name
 	Records      []*RecordSet            // in Corefile order
 	MaxInFlight  int
+	MaxFileSize  int64          // size limit of the route53 and latency_table files; 0: watch.DefaultLimit
 	Fleet        *fleet.Config  // nil: this instance judges alone
 	SOA          SOAConfig      // the zones' SOA fields
 	NS           []string       // the zones' apex NS names, normalized; nil: no apex NS
@@ -259,4 +261,12 @@ type pos struct {
 // errorf formats an error the way caddy's Dispenser.Errf does, at p.
 func (p pos) errorf(format string, args ...any) error {
 	return fmt.Errorf("%s:%d - Error during parsing: %s", p.file, p.line, fmt.Sprintf(format, args...))
+}
+
+// fileLimit returns the size limit of the block's route53 and latency_table files.
+func (cfg *Config) fileLimit() int64 {
+	if cfg.MaxFileSize > 0 {
+		return cfg.MaxFileSize
+	}
+	return watch.DefaultLimit
 }

@@ -7,10 +7,11 @@ import (
 	"io"
 	"math"
 	"net/netip"
-	"os"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/healthroute/healthroute/internal/watch"
 )
 
 // latencyTable holds measured latencies: for each client prefix, milliseconds per
@@ -28,13 +29,22 @@ const maxLatencyMs = unknownLatency / 1000
 // loadLatencyTable reads a CSV of `client_cidr,region,milliseconds` lines (blank lines
 // and lines starting with '#' skipped; an optional header line naming the columns).
 // Regions not in ids are ignored: no record uses them.
-func loadLatencyTable(path string, ids map[string]int) (*latencyTable, error) {
-	f, err := os.Open(path)
+// A file over limit bytes is refused, a regular file before it is read; the memory
+// of a big file's load that failed is returned to the system at once.
+func loadLatencyTable(path string, ids map[string]int, limit int64) (*latencyTable, error) {
+	f, err := watch.Open(path, limit)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return readLatencyTable(f, path, ids)
+	t, err := readLatencyTable(f, path, ids)
+	if watch.IsTooLarge(err) {
+		err = &watch.TooLargeError{Path: path, Limit: limit}
+	}
+	if err != nil {
+		watch.Release(f.N())
+	}
+	return t, err
 }
 
 func readLatencyTable(r io.Reader, name string, ids map[string]int) (*latencyTable, error) {
@@ -82,45 +92,19 @@ func readLatencyTable(r io.Reader, name string, ids map[string]int) (*latencyTab
 	return t, nil
 }
 
-// watchLatencyTable reloads the table at path into r whenever the file's size or
-// modification time changes, checking every period, until ctx ends. A file that fails
-// to load is logged and the last good table keeps serving.
+// watchLatencyTable reloads the table at path into r whenever the file changes or
+// is replaced (see internal/watch), checking every period, until ctx ends. The
+// first check reloads: the file may have changed since setup read it. A file that
+// fails to load is logged and the last good table keeps serving.
 func watchLatencyTable(ctx context.Context, r *Resolver, path string, period time.Duration) {
-	stat := func() (time.Time, int64) {
-		fi, err := os.Stat(path)
+	watch.Poll(ctx, period, []string{path}, nil, func() bool {
+		t, err := loadLatencyTable(path, r.plan.regionIDs, r.cfg.fileLimit())
 		if err != nil {
-			return time.Time{}, -1
-		}
-		return fi.ModTime(), fi.Size()
-	}
-	var mod time.Time // the first check reloads: the file may have changed since setup read it
-	var size int64 = -2
-	every(ctx, period, func() {
-		m, s := stat()
-		if m.Equal(mod) && s == size {
-			return
-		}
-		mod, size = m, s
-		t, err := loadLatencyTable(path, r.plan.regionIDs)
-		if err != nil {
-			log.Errorf("latency_table: keeping the previous table: %v", err)
-			return
+			log.Errorf("latency_table: keeping the previous table: %v", limitHint(err))
+			return true // tried again once the file changes again
 		}
 		r.latency.Store(t)
 		log.Debugf("latency_table: loaded %s (%d prefixes)", path, t.rows.len())
+		return true
 	})
-}
-
-// every calls f every period until ctx ends.
-func every(ctx context.Context, period time.Duration, f func()) {
-	tick := time.NewTicker(period)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		f()
-	}
 }

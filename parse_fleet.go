@@ -3,6 +3,7 @@ package healthroute
 import (
 	"cmp"
 	"encoding/base64"
+	"io"
 	"net/netip"
 	"os"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"github.com/coredns/caddy"
 
 	"github.com/healthroute/healthroute/health/fleet"
+	"github.com/healthroute/healthroute/internal/watch"
 )
 
 // parseFleet reads `fleet { bind; join; name; key_file; quorum; insecure; profile;
@@ -82,7 +84,7 @@ func parseFleet(c *caddy.Controller, cfg *Config) error {
 				return err
 			}
 			v = rootPath(c, v)
-			b, err := os.ReadFile(v)
+			b, err := readSmallFile(v, maxKeyFile)
 			if err != nil {
 				return c.Errf("fleet: key_file: cannot read '%s': %v", v, err)
 			}
@@ -173,4 +175,17 @@ func parseFleet(c *caddy.Controller, cfg *Config) error {
 	}
 	cfg.Fleet = fc
 	return nil
+}
+
+// maxKeyFile bounds what key_file reads: a key is a line of base64, not a file's worth.
+const maxKeyFile = 4 << 10
+
+// readSmallFile reads the file at path, refusing one over limit bytes unread past it.
+func readSmallFile(path string, limit int64) ([]byte, error) {
+	f, err := watch.Open(path, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
 }

@@ -2,7 +2,7 @@ package healthroute
 
 import (
 	"context"
-	"os"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -12,6 +12,7 @@ import (
 	"github.com/coredns/caddy/caddyfile"
 
 	"github.com/healthroute/healthroute/health"
+	"github.com/healthroute/healthroute/internal/watch"
 	"github.com/healthroute/healthroute/route53"
 )
 
@@ -21,21 +22,7 @@ import (
 type route53Config struct {
 	files route53.Files // paths resolved against the server's root
 	pos   pos
-	stats []fileStat // of files, as parse read them
-}
-
-// fileStat is what a watcher compares to notice that a file changed.
-type fileStat struct {
-	mod  time.Time
-	size int64
-}
-
-func statFile(path string) fileStat {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return fileStat{size: -1}
-	}
-	return fileStat{fi.ModTime(), fi.Size()}
+	stats []watch.Stamp // of files, as parse read them
 }
 
 // parseRoute53 reads the route53 property's block.
@@ -97,15 +84,20 @@ func parseRoute53(c *caddy.Controller, cfg *Config, args []string) error {
 
 // loadRoute53 reads the route53 property's files, converts the hosted zone and parses
 // its region, check and record lines into cfg as if the block held them. Any error
-// names the file, and the record set or line.
-func loadRoute53(cfg *Config, children *map[*health.Spec][]childRef) error {
+// names the file, and the record set or line. The memory of a big load that failed
+// is returned to the system at once.
+func loadRoute53(cfg *Config, children *map[*health.Spec][]childRef) (err error) {
 	r := cfg.Route53
-	for _, p := range r.files.Paths() {
-		r.stats = append(r.stats, statFile(p))
-	}
+	r.stats = watch.Stamps(r.files.Paths())
+	r.files.Limit = cfg.fileLimit()
+	defer func() {
+		if err != nil {
+			watch.Release(r.files.Read)
+		}
+	}()
 	in, err := r.files.Load()
 	if err != nil {
-		return r.pos.errorf("route53: %v", err)
+		return r.pos.errorf("route53: %v", limitHint(err))
 	}
 	if len(cfg.Zones) == 1 {
 		in.Zone = cfg.Zones[0]
@@ -129,34 +121,19 @@ func loadRoute53(cfg *Config, children *map[*health.Spec][]childRef) error {
 	})
 }
 
-// instance is the running CoreDNS instance, for the route53 watcher's reloads.
-var instance atomic.Pointer[caddy.Instance]
-
-func init() {
-	caddy.RegisterEventHook(pluginName, func(ev caddy.EventName, info any) error {
-		if i, ok := info.(*caddy.Instance); ok && ev == caddy.InstanceStartupEvent {
-			instance.Store(i)
-		}
-		return nil
-	})
-}
-
 // watchRoute53 polls the route53 property's files every period until ctx ends, and
-// reloads the server when one changed since parse read them. The reload parses the
-// whole Corefile again: a zone that fails to load is logged and the previous
-// configuration keeps serving, as on any reload that fails.
+// reloads the server when one changed or was replaced since parse read them (see
+// internal/watch). The reload parses the whole Corefile again: a zone that fails to
+// load is logged and the previous configuration keeps serving, as on any reload
+// that fails.
 func watchRoute53(ctx context.Context, r *route53Config, period time.Duration, reload func() bool) {
 	paths := r.files.Paths()
-	last := append([]fileStat(nil), r.stats...)
-	every(ctx, period, func() {
-		now := make([]fileStat, len(paths))
-		for i, p := range paths {
-			now[i] = statFile(p)
+	watch.Poll(ctx, period, paths, slices.Clone(r.stats), func() bool {
+		if !reload() {
+			return false
 		}
-		if !slices.Equal(now, last) && reload() {
-			log.Infof("route53: %s changed: reloading", strings.Join(paths, ", "))
-			last = now
-		}
+		log.Infof("route53: %s changed: reloading", strings.Join(paths, ", "))
+		return true
 	})
 }
 
@@ -164,19 +141,45 @@ func watchRoute53(ctx context.Context, r *route53Config, period time.Duration, r
 var restarting atomic.Bool
 
 // reloadInstance restarts the running instance with its own Corefile, which reads
-// the route53 files again, and reports whether it started one: false while another
-// runs, so that the watcher tries again at its next check. It returns at once: the
-// restart shuts this handler down.
+// the route53 files again, and reports whether it started one. It refuses (false,
+// so that the watcher offers the change again at its next check) while another
+// reload runs, whatever started it (a watcher, SIGUSR1, the reload plugin): reloads
+// are one at a time, and a change that arrives during one is applied after it. It
+// returns at once: the restart shuts this handler down.
+//
+// The instance restarted is the one running now, looked up at each reload: a
+// watcher outlives no instance, but the instance that started it may already have
+// been replaced by a reload it did not start.
 func reloadInstance() bool {
-	i := instance.Load()
-	if i == nil || !restarting.CompareAndSwap(false, true) {
+	return reloadThrough(shared, currentInstance)
+}
+
+// reloadThrough is reloadInstance with its registry and instance lookup.
+func reloadThrough(reg *registry, current func() *caddy.Instance) bool {
+	if reg.isReloading() || !restarting.CompareAndSwap(false, true) {
+		return false
+	}
+	i := current()
+	if i == nil {
+		restarting.Store(false)
 		return false
 	}
 	go func() {
 		defer restarting.Store(false)
 		if _, err := i.Restart(i.Caddyfile()); err != nil {
 			log.Errorf("route53: keeping the previous configuration: %v", err)
+			debug.FreeOSMemory() // what the failed reload built is garbage: return it now
 		}
 	}()
 	return true
+}
+
+// currentInstance returns the running instance: caddy lists the instances that
+// serve, and outside a reload (when this is asked) there is one.
+func currentInstance() *caddy.Instance {
+	insts := caddy.Instances()
+	if len(insts) == 0 {
+		return nil
+	}
+	return insts[len(insts)-1]
 }

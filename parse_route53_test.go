@@ -16,6 +16,7 @@ import (
 	"github.com/coredns/caddy"
 	"github.com/miekg/dns"
 
+	"github.com/healthroute/healthroute/internal/watch"
 	"github.com/healthroute/healthroute/route53"
 )
 
@@ -179,8 +180,8 @@ func TestRoute53Watch(t *testing.T) {
 			if err := os.WriteFile(p, []byte("{}"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			r.stats = append(r.stats, statFile(p))
 		}
+		r.stats = watch.Stamps(r.files.Paths())
 		var calls, started atomic.Int32
 		var busy atomic.Bool
 		ctx, cancel := context.WithCancel(t.Context())
@@ -225,4 +226,24 @@ func TestRoute53Watch(t *testing.T) {
 		cancel()
 		<-done
 	})
+}
+
+// A watcher's reload waits while another reload runs, whatever started it, and
+// restarts nothing when no instance runs; either way the watcher offers the change
+// again at its next check.
+func TestRoute53ReloadWaitsForRunningReload(t *testing.T) {
+	reg := &registry{}
+	looked := 0
+	current := func() *caddy.Instance { looked++; return nil }
+	reg.beginReload()
+	if reloadThrough(reg, current) || looked != 0 {
+		t.Fatalf("started a reload (looked up %d instances) while another ran", looked)
+	}
+	reg.abortReload()
+	if reloadThrough(reg, current) || looked != 1 {
+		t.Fatalf("with no instance running: started a reload, or looked up %d instances; want 1 look, no reload", looked)
+	}
+	if restarting.Load() {
+		t.Fatal("the refused reload left the restarting flag set")
+	}
 }

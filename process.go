@@ -133,6 +133,14 @@ func (r *registry) beginReload() error {
 	return nil
 }
 
+// isReloading reports whether a reload runs: between the running instance's
+// OnRestart and its OnShutdown or OnRestartFailed.
+func (r *registry) isReloading() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.reloading
+}
+
 // started notes h, started by OnStartup, as the new instance's while a reload runs.
 func (r *registry) started(h *HealthRoute) {
 	r.mu.Lock()

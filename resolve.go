@@ -80,7 +80,7 @@ func NewResolver(cfg *Config) *Resolver {
 		r.latency.Store(cfg.latency)
 		cfg.latency = nil
 	case cfg.LatencyTable != "": // a Config built without parse
-		if t, err := loadLatencyTable(cfg.LatencyTable, r.plan.regionIDs); err == nil {
+		if t, err := loadLatencyTable(cfg.LatencyTable, r.plan.regionIDs, cfg.fileLimit()); err == nil {
 			r.latency.Store(t)
 		} else {
 			log.Errorf("latency_table: %v", err)

@@ -19,6 +19,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/healthroute/healthroute/health"
+	"github.com/healthroute/healthroute/internal/watch"
 	"github.com/healthroute/healthroute/operator"
 	"github.com/healthroute/healthroute/view"
 )
@@ -60,7 +61,7 @@ func parse(c *caddy.Controller) (*Config, error) {
 	opts := seen{}
 	err := block(c, func(key string, args []string) error {
 		switch key {
-		case "ttl", "fallthrough", "soa", "ns", "max_probes", "latency_table", "api":
+		case "ttl", "fallthrough", "soa", "ns", "max_probes", "max_file_size", "latency_table", "api":
 			if err := opts.once(c, "", key); err != nil {
 				return err
 			}
@@ -92,6 +93,16 @@ func parse(c *caddy.Controller) (*Config, error) {
 				return c.Errf("max_probes: invalid value '%s', expected a number from 1 to 1000000", v)
 			}
 			cfg.MaxInFlight = n
+		case "max_file_size":
+			v, err := oneArg(c, args)
+			if err != nil {
+				return err
+			}
+			n, ok := watch.ParseSize(v)
+			if !ok {
+				return c.Errf("max_file_size: invalid value '%s', expected a size from 1K to 4G (a number of bytes, or with K, M or G: KiB, MiB, GiB)", v)
+			}
+			cfg.MaxFileSize = n
 		case "latency_table":
 			v, err := oneArg(c, args)
 			if err != nil {
@@ -153,9 +164,9 @@ func parse(c *caddy.Controller) (*Config, error) {
 		return nil, err
 	}
 	if cfg.LatencyTable != "" {
-		t, err := loadLatencyTable(cfg.LatencyTable, regionIDs(cfg))
+		t, err := loadLatencyTable(cfg.LatencyTable, regionIDs(cfg), cfg.fileLimit())
 		if err != nil {
-			return nil, tablePos.errorf("latency_table: %v", err)
+			return nil, tablePos.errorf("latency_table: %v", limitHint(err))
 		}
 		cfg.latency = t
 	}
@@ -670,4 +681,12 @@ func normalizeName(n string, wild bool) (string, bool) {
 		return "", false
 	}
 	return n, true
+}
+
+// limitHint adds to a file's size-limit error how to raise the limit.
+func limitHint(err error) error {
+	if watch.IsTooLarge(err) {
+		return fmt.Errorf("%w (max_file_size raises the limit)", err)
+	}
+	return err
 }

@@ -74,9 +74,9 @@ const trafficFlowHandWritten = `healthroute example.com {
 func trafficFlowInput(t testing.TB) route53.Input {
 	t.Helper()
 	dir := "route53/testdata/trafficflow/"
-	in, err := route53.Files{Records: dir + "records.json", HealthChecks: dir + "checks.json",
+	in, err := (&route53.Files{Records: dir + "records.json", HealthChecks: dir + "checks.json",
 		TrafficPolicies: []string{dir + "failover.policy.json", "tp-geo=" + dir + "geo.document.json", dir + "versions.policy.json"},
-		PolicyRecords:   dir + "instances.json"}.Load()
+		PolicyRecords:   dir + "instances.json"}).Load()
 	if err != nil {
 		t.Fatal(err)
 	}

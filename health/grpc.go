@@ -84,7 +84,11 @@ func (g *grpcChecker) Check(ctx context.Context) error {
 	// trace goes along in the dialer.
 	tr := traceFrom(ctx)
 	dial := grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
-		return tr.dial(ctx, "tcp", addr)
+		c, err := tr.dial(ctx, "tcp", addr)
+		if err != nil {
+			return nil, err
+		}
+		return newBudgetConn(c, maxGRPCBytes), nil
 	})
 	cc, err := grpc.NewClient(g.target, append(g.opts[:len(g.opts):len(g.opts)], dial)...)
 	if err != nil {

@@ -1,11 +1,9 @@
 package health
 
 import (
-	"container/heap"
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"math/rand/v2"
 	"sort"
@@ -13,6 +11,7 @@ import (
 	"time"
 
 	clog "github.com/coredns/coredns/plugin/pkg/log"
+	"github.com/healthroute/healthroute/internal/ratelog"
 )
 
 var log = clog.NewWithPlugin("healthroute")
@@ -110,7 +109,8 @@ type Scheduler struct {
 	want   uint64              // publication requests so far
 	served uint64              // requests covered by a finished publication
 
-	lateLog, localLog rateLog
+	logs     ratelog.Limiter // repeated warnings: kinds "late" and "local", one a logEvery
+	logsOnce sync.Once
 
 	pubMu sync.Mutex // serialises publications and subscriber calls
 	gen   uint64
@@ -333,33 +333,6 @@ func (s *Scheduler) infos() []Info {
 	return out
 }
 
-// Snapshot returns the latest published snapshot (nil before the first).
-func (s *Scheduler) Snapshot() *Snapshot {
-	s.pubMu.Lock()
-	defer s.pubMu.Unlock()
-	return s.snap
-}
-
-// Subscribe calls fn with the current snapshot now and with each later one, in order,
-// until the returned function is called. fn runs with publications held off, so it
-// must not call back into the scheduler's Subscribe, Snapshot or Republish.
-func (s *Scheduler) Subscribe(fn func(*Snapshot)) (cancel func()) {
-	s.pubMu.Lock()
-	defer s.pubMu.Unlock()
-	if s.subs == nil {
-		s.subs = map[int]func(*Snapshot){}
-	}
-	id := s.next
-	s.next++
-	s.subs[id] = fn
-	fn(s.snap)
-	return func() {
-		s.pubMu.Lock()
-		delete(s.subs, id)
-		s.pubMu.Unlock()
-	}
-}
-
 func (s *Scheduler) startLocked(e *entry) {
 	if s.ctx.Err() != nil {
 		return // stopped: Stop has waited for its goroutines, start no more
@@ -466,9 +439,9 @@ func (s *Scheduler) started(e *entry, lag time.Duration) {
 	if lag < LateAfter {
 		return
 	}
-	if n, ok := s.lateLog.tick(time.Now()); ok {
+	if ok, held := s.limitedLogs().Allow("late", time.Now()); ok {
 		log.Warningf("probes started late (%d since the last such line, at most one a minute): check %s by %s; %d checks waiting for one of %d probe slots (max_probes)",
-			n, e.spec.Name, lag.Round(time.Millisecond), s.Backlog(), s.MaxInFlightNow())
+			held.Count+1, e.spec.Name, lag.Round(time.Millisecond), s.Backlog(), s.MaxInFlightNow())
 	}
 }
 
@@ -481,10 +454,16 @@ func (s *Scheduler) skipped(e *entry, err error) {
 	if s.Observer != nil {
 		s.Observer.Skipped(e.spec, err)
 	}
-	if n, ok := s.localLog.tick(time.Now()); ok {
+	if ok, held := s.limitedLogs().Allow("local", time.Now()); ok {
 		log.Errorf("probes could not run for lack of local resources, not counted against their checks (%d since the last such line, at most one a minute): check %s: %v",
-			n, e.spec.Name, err)
+			held.Count+1, e.spec.Name, err)
 	}
+}
+
+// limitedLogs returns the limiter of the scheduler's repeated warnings.
+func (s *Scheduler) limitedLogs() *ratelog.Limiter {
+	s.logsOnce.Do(func() { s.logs.Window, s.logs.Burst = logEvery, 1 })
+	return &s.logs
 }
 
 func (s *Scheduler) jitter(interval time.Duration) time.Duration {
@@ -609,124 +588,6 @@ func outcome(spec *Spec, err error) (ok, counts bool) {
 	return err == nil, true
 }
 
-// Republish re-evaluates every check's published status and publishes a snapshot if
-// any changed: for an Aggregator whose inputs from other instances changed.
-func (s *Scheduler) Republish() {
-	s.mu.Lock()
-	s.all = true
-	s.want++
-	want := s.want
-	s.mu.Unlock()
-	s.flush(want)
-}
-
-// RepublishChecks is Republish for the given fingerprints only.
-func (s *Scheduler) RepublishChecks(fps []string) {
-	s.mu.Lock()
-	var want uint64
-	for _, fp := range fps {
-		want = s.markLocked(fp)
-	}
-	s.mu.Unlock()
-	if want > 0 {
-		s.flush(want)
-	}
-}
-
-// markLocked notes that fp's published status may be stale and returns the request
-// number that a publication must cover. s.mu must be held.
-func (s *Scheduler) markLocked(fp string) uint64 {
-	if s.dirty == nil {
-		s.dirty = map[string]struct{}{}
-	}
-	s.dirty[fp] = struct{}{}
-	s.want++
-	return s.want
-}
-
-// flush returns once a publication covering request want has finished: it runs one
-// itself unless another caller's, started later, already covered it. Publications
-// are serialised, so subscribers see them in order, and each copies only the shards
-// whose statuses changed.
-func (s *Scheduler) flush(want uint64) {
-	s.pubMu.Lock()
-	defer s.pubMu.Unlock()
-	s.mu.Lock()
-	if s.served >= want {
-		s.mu.Unlock()
-		return
-	}
-	dirty, all := s.dirty, s.all
-	s.dirty, s.all, s.served = nil, false, s.want
-
-	prev := s.snap
-	var next Snapshot
-	if prev != nil {
-		next.shards = prev.shards
-	}
-	var copied [shardCount]bool
-	changed := false
-	update := func(fp string) {
-		old, had := prev.lookup(fp)
-		e, ok := s.checks[fp]
-		if !ok && !had {
-			return
-		}
-		var st Status
-		if ok {
-			st = Status{Down: e.info.State.Down, Seen: e.info.Seen, Since: e.info.LastChange}
-			if s.Aggregator != nil {
-				st = s.Aggregator.Status(fp, st)
-			}
-			if had && old == st {
-				return
-			}
-			if !had && st == (Status{}) {
-				return // absent reads as new; nothing to record yet
-			}
-		}
-		i := shardOf(fp)
-		if !copied[i] {
-			copied[i] = true
-			m := maps.Clone(next.shard(i))
-			if m == nil {
-				m = map[string]Status{}
-			}
-			next.shards[i] = &shard{m: m}
-		}
-		if ok {
-			next.shards[i].m[fp] = st
-		} else {
-			delete(next.shards[i].m, fp)
-		}
-		changed = true
-	}
-	if all {
-		for fp := range s.checks {
-			update(fp)
-		}
-		prev.Each(func(fp string, _ Status) {
-			if _, ok := s.checks[fp]; !ok {
-				update(fp)
-			}
-		})
-	} else {
-		for fp := range dirty {
-			update(fp)
-		}
-	}
-	s.mu.Unlock()
-	if !changed {
-		return
-	}
-	s.gen++
-	next.Gen = s.gen
-	s.snap = &next
-	for _, fn := range s.subs {
-		fn(&next)
-	}
-}
-
 // Flatten returns specs and, depth first, every check they depend on (the children
 // of calculated checks), each once.
 func Flatten(specs []*Spec) []*Spec {
@@ -747,140 +608,4 @@ func Flatten(specs []*Spec) []*Spec {
 		walk(sp)
 	}
 	return out
-}
-
-// limiter bounds the probes in flight: a counting semaphore whose bound can change.
-// Waiters are granted slots in the order of their keys (see waitKey), ties in the
-// order they asked.
-type limiter struct {
-	mu    sync.Mutex
-	limit int
-	used  int
-	seq   uint64
-	queue waitQueue
-}
-
-// waiter is one probe waiting for a slot; ch is closed when it is granted one.
-type waiter struct {
-	ch  chan struct{}
-	due time.Time
-	key time.Time
-	seq uint64
-	i   int // index in the queue, -1 once out of it
-}
-
-// acquire takes a slot for a probe due at due, waiting in line for one by key; it
-// fails when ctx ends first.
-func (l *limiter) acquire(ctx context.Context, due, key time.Time) error {
-	l.mu.Lock()
-	if l.used < l.limit && len(l.queue) == 0 {
-		l.used++
-		l.mu.Unlock()
-		return nil
-	}
-	l.seq++
-	w := &waiter{ch: make(chan struct{}), due: due, key: key, seq: l.seq}
-	heap.Push(&l.queue, w)
-	l.mu.Unlock()
-	select {
-	case <-w.ch:
-		return nil
-	case <-ctx.Done():
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if w.i < 0 { // granted as ctx ended: hand the slot on
-		l.used--
-		l.grantLocked()
-	} else {
-		heap.Remove(&l.queue, w.i)
-	}
-	return ctx.Err()
-}
-
-func (l *limiter) release() {
-	l.mu.Lock()
-	l.used--
-	l.grantLocked()
-	l.mu.Unlock()
-}
-
-// resize sets the bound to n, granting waiters the slots a raise frees.
-func (l *limiter) resize(n int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.limit = n
-	l.grantLocked()
-}
-
-func (l *limiter) grantLocked() {
-	for l.used < l.limit && len(l.queue) > 0 {
-		close(heap.Pop(&l.queue).(*waiter).ch)
-		l.used++
-	}
-}
-
-func (l *limiter) cap() int     { l.mu.Lock(); defer l.mu.Unlock(); return l.limit }
-func (l *limiter) inUse() int   { l.mu.Lock(); defer l.mu.Unlock(); return l.used }
-func (l *limiter) waiting() int { l.mu.Lock(); defer l.mu.Unlock(); return len(l.queue) }
-
-// oldest returns the earliest due time among the waiters, zero when none waits.
-func (l *limiter) oldest() time.Time {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var t time.Time
-	for _, w := range l.queue {
-		if t.IsZero() || w.due.Before(t) {
-			t = w.due
-		}
-	}
-	return t
-}
-
-// waitQueue is a heap of waiters by key, then by arrival.
-type waitQueue []*waiter
-
-func (q waitQueue) Len() int { return len(q) }
-func (q waitQueue) Less(i, j int) bool {
-	if !q[i].key.Equal(q[j].key) {
-		return q[i].key.Before(q[j].key)
-	}
-	return q[i].seq < q[j].seq
-}
-func (q waitQueue) Swap(i, j int) {
-	q[i], q[j] = q[j], q[i]
-	q[i].i, q[j].i = i, j
-}
-func (q *waitQueue) Push(x any) {
-	w := x.(*waiter)
-	w.i = len(*q)
-	*q = append(*q, w)
-}
-func (q *waitQueue) Pop() any {
-	old := *q
-	w := old[len(old)-1]
-	old[len(old)-1] = nil
-	*q = old[:len(old)-1]
-	w.i = -1
-	return w
-}
-
-// rateLog lets a repeated log line through at most once per logEvery, counting the
-// events in between.
-type rateLog struct {
-	mu   sync.Mutex
-	next time.Time
-	n    int
-}
-
-// tick counts one event; ok says to log now, n how many events the line covers.
-func (r *rateLog) tick(now time.Time) (n int, ok bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.n++
-	if now.Before(r.next) {
-		return 0, false
-	}
-	n, r.n, r.next = r.n, 0, now.Add(logEvery)
-	return n, true
 }

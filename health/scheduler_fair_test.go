@@ -387,18 +387,24 @@ func TestSchedulerSlowPublicationKeepsCadence(t *testing.T) {
 	})
 }
 
-func TestRateLog(t *testing.T) {
-	var r rateLog
+// The scheduler's repeated warnings go out at most once per logEvery and kind, the
+// line saying how many events it covers.
+func TestSchedulerWarningsOncePerMinute(t *testing.T) {
+	var s Scheduler
+	l := s.limitedLogs()
 	t0 := time.Unix(1e9, 0)
-	if n, ok := r.tick(t0); !ok || n != 1 {
-		t.Fatalf("first event: %d, %v; want logged, covering 1", n, ok)
+	if ok, held := l.Allow("late", t0); !ok || held.Count+1 != 1 {
+		t.Fatalf("first event: %v, covering %d; want logged, covering 1", ok, held.Count+1)
 	}
 	for i := range 100 {
-		if _, ok := r.tick(t0.Add(time.Duration(i) * time.Millisecond)); ok {
+		if ok, _ := l.Allow("late", t0.Add(time.Duration(i)*time.Millisecond)); ok {
 			t.Fatalf("event %d within %s of the last line was logged", i, logEvery)
 		}
 	}
-	if n, ok := r.tick(t0.Add(logEvery)); !ok || n != 101 {
-		t.Fatalf("event after %s: %d, %v; want logged, covering the 101 since the last line", logEvery, n, ok)
+	if ok, _ := l.Allow("local", t0); !ok {
+		t.Fatal("the first local-resource event was held behind late probes")
+	}
+	if ok, held := l.Allow("late", t0.Add(logEvery)); !ok || held.Count+1 != 101 {
+		t.Fatalf("event after %s: %v, covering %d; want logged, covering the 101 since the last line", logEvery, ok, held.Count+1)
 	}
 }

@@ -32,10 +32,6 @@ type wsChecker struct {
 	expect []byte
 }
 
-// rawConnKey carries a probe's *net.Conn slot from Check to the dialer, so the
-// probe can close the socket itself when its budget runs out.
-type rawConnKey struct{}
-
 func newWSChecker(spec *Spec, agent string) (Checker, error) {
 	u, err := url.Parse(spec.Target)
 	if err != nil {
@@ -64,8 +60,8 @@ func newWSChecker(spec *Spec, agent string) (Checker, error) {
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			c, err := traceFrom(ctx).dial(ctx, network, addr)
-			if slot, ok := ctx.Value(rawConnKey{}).(*net.Conn); ok && err == nil {
-				*slot = c
+			if p := probeFrom(ctx); p != nil && err == nil {
+				p.setRaw(c)
 			}
 			return c, err
 		},
@@ -78,13 +74,14 @@ func newWSChecker(spec *Spec, agent string) (Checker, error) {
 		url: u.String(),
 		opts: websocket.DialOptions{
 			HTTPClient: &http.Client{
-				Transport: tr,
+				Transport: budgetTransport{base: tr},
 				CheckRedirect: func(*http.Request, []*http.Request) error {
 					return http.ErrUseLastResponse // a redirect is not an upgrade: fail
 				},
 			},
-			HTTPHeader: http.Header{"User-Agent": {agent}},
-			Host:       spec.Host,
+			HTTPHeader:      http.Header{"User-Agent": {agent}},
+			Host:            spec.Host,
+			CompressionMode: websocket.CompressionDisabled, // frames on the wire are what is read
 		},
 		send:   []byte(spec.Send),
 		expect: []byte(spec.Expect),
@@ -93,11 +90,12 @@ func newWSChecker(spec *Spec, agent string) (Checker, error) {
 }
 
 // Check runs one heartbeat probe; it returns by the time ctx ends, closing the
-// socket underneath the library if the peer stalls a handshake.
+// socket underneath the library if the peer stalls a handshake. Whatever the
+// endpoint sends, the probe reads at most maxWSBytes and maxWSFrames after the
+// opening handshake (see wsBudget); past them it fails.
 func (w *wsChecker) Check(ctx context.Context) error {
-	var raw net.Conn
-	dctx := context.WithValue(ctx, rawConnKey{}, &raw)
-	conn, resp, err := websocket.Dial(dctx, w.url, &w.opts)
+	p := &wsProbe{}
+	conn, resp, err := websocket.Dial(context.WithValue(ctx, wsProbeKey{}, p), w.url, &w.opts)
 	if err != nil {
 		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
 			return fmt.Errorf("handshake: status %d", resp.StatusCode)
@@ -106,15 +104,20 @@ func (w *wsChecker) Check(ctx context.Context) error {
 	}
 	// The closing handshake waits on the peer with its own timers; ctx's end
 	// closes the socket, which ends it at once.
-	stop := context.AfterFunc(ctx, func() {
-		if raw != nil {
-			raw.Close()
-		}
-	})
+	stop := context.AfterFunc(ctx, p.closeRaw)
 	defer stop()
 	defer conn.CloseNow()
 	conn.SetReadLimit(maxWSMessage)
+	err = w.converse(ctx, conn, p)
+	if p.spent() {
+		return errWSBudget
+	}
+	return err
+}
 
+// converse runs the probe on an open connection: the closing handshake alone, or
+// the heartbeat and the wait for its reply.
+func (w *wsChecker) converse(ctx context.Context, conn *websocket.Conn, p *wsProbe) error {
 	if len(w.send) == 0 && len(w.expect) == 0 {
 		err := conn.Close(websocket.StatusNormalClosure, "")
 		if ctx.Err() != nil {
@@ -122,6 +125,9 @@ func (w *wsChecker) Check(ctx context.Context) error {
 		}
 		if err != nil && !closedNormally(err) {
 			return fmt.Errorf("closing handshake: %w", err)
+		}
+		if !p.closedByPeer() {
+			return errors.New("closing handshake: the endpoint never sent its close frame")
 		}
 		return nil
 	}

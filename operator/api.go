@@ -35,7 +35,7 @@ type server struct {
 	done  chan struct{}
 	gate  gate
 	pace  pacer
-	logs  *rateLog
+	logs  *errorLog
 
 	mu        sync.Mutex
 	tokenFile string
@@ -46,7 +46,7 @@ type server struct {
 
 func newServer(op *Operator, scope, tokenFile string) *server {
 	return &server{op: op, scope: scope, tokenFile: tokenFile,
-		gate: make(gate, maxExpensive), pace: newPacer(), logs: newRateLog(logEvery)}
+		gate: make(gate, maxExpensive), pace: newPacer(), logs: newErrorLog(logEvery)}
 }
 
 // listen listens on addr and serves until stop, within the limits of limits.go.
@@ -58,7 +58,7 @@ func listen(addr, tokenFile string, op *Operator) (*server, error) {
 	s := newServer(op, addr, tokenFile)
 	s.done = make(chan struct{})
 	s.srv = &http.Server{Handler: s.handler(), ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: readTimeout,
-		WriteTimeout: writeTimeout, IdleTimeout: idleTimeout, MaxHeaderBytes: maxHeaderBytes,
+		WriteTimeout: writeTimeout, IdleTimeout: idleTimeout, MaxHeaderBytes: maxHeaderBytes - headerSlack,
 		ErrorLog:    stdlog.New(s.logs, "", 0),
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, connKey{}, c) }}
 	go func() {

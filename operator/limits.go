@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/healthroute/healthroute/internal/ratelog"
 	"golang.org/x/time/rate"
 )
 
@@ -27,8 +28,14 @@ const (
 	readTimeout       = 10 * time.Second // the whole request, body included
 	writeTimeout      = 10 * time.Second // writing the response
 	idleTimeout       = 30 * time.Second // between requests on a kept-alive connection
-	maxHeaderBytes    = 8 << 10
-	maxBodyBytes      = 4 << 10 // the only body read is an override's state
+	// maxHeaderBytes bounds a request's head: its request line and header lines as
+	// sent, up to and including the blank line that ends them. More gets 431.
+	maxHeaderBytes = 8 << 10
+	// headerSlack is how far net/http's server reads past its MaxHeaderBytes before
+	// it answers 431 (4096 bytes, for its buffering): the server is given
+	// maxHeaderBytes-headerSlack, so that the bound applied is maxHeaderBytes.
+	headerSlack  = 4096
+	maxBodyBytes = 4 << 10 // the only body read is an override's state
 
 	// maxExpensive is how many uncached renderings and explanations run at once;
 	// expensiveWait is how long a request waits for its turn before a 503.
@@ -63,7 +70,7 @@ const (
 type limitListener struct {
 	net.Listener
 	max, perClient int
-	logs           *rateLog
+	logs           *errorLog
 
 	mu     sync.Mutex
 	open   int
@@ -71,7 +78,7 @@ type limitListener struct {
 	client map[netip.Prefix][]*limitConn // oldest first
 }
 
-func newLimitListener(ln net.Listener, max, perClient int, logs *rateLog) *limitListener {
+func newLimitListener(ln net.Listener, max, perClient int, logs *errorLog) *limitListener {
 	return &limitListener{Listener: ln, max: max, perClient: perClient, logs: logs, client: map[netip.Prefix][]*limitConn{}}
 }
 
@@ -239,45 +246,34 @@ func (p pacer) paced(next http.Handler) http.Handler {
 	})
 }
 
-// rateLog logs errors of each kind at most once per period, so a flood of bad
-// requests or connections cannot flood the log: the lines it holds back are counted
-// and the count goes out with the next line of that kind.
-type rateLog struct {
-	period time.Duration
-	now    func() time.Time // time.Now; tests set it
-	out    func(msg string) // the plugin's error log; tests set it
-
-	mu   sync.Mutex
-	last map[string]time.Time // by kind: a fixed, small set of names
-	held map[string]int
+// errorLog logs errors of each kind at most once per period (internal/ratelog),
+// so a flood of bad requests or connections cannot flood the log: the lines it
+// holds back are counted and the count goes out with the next line of that kind.
+type errorLog struct {
+	now   func() time.Time // time.Now; tests set it
+	out   func(msg string) // the plugin's error log; tests set it
+	limit ratelog.Limiter
 }
 
-func newRateLog(period time.Duration) *rateLog {
-	return &rateLog{period: period, now: time.Now, out: func(msg string) { log.Error(msg) }, last: map[string]time.Time{}, held: map[string]int{}}
+func newErrorLog(period time.Duration) *errorLog {
+	return &errorLog{now: time.Now, out: func(msg string) { log.Error(msg) }, limit: ratelog.Limiter{Window: period, Burst: 1}}
 }
 
 // Errorf logs the message unless a message of kind went out less than a period ago.
-func (r *rateLog) Errorf(kind, format string, args ...any) {
-	r.mu.Lock()
-	now := r.now()
-	if t, ok := r.last[kind]; ok && now.Sub(t) < r.period {
-		r.held[kind]++
-		r.mu.Unlock()
+func (r *errorLog) Errorf(kind, format string, args ...any) {
+	ok, held := r.limit.Allow(kind, r.now())
+	if !ok {
 		return
 	}
-	r.last[kind] = now
-	held := r.held[kind]
-	r.held[kind] = 0
-	r.mu.Unlock()
 	msg := fmt.Sprintf(format, args...)
-	if held > 0 {
-		msg += fmt.Sprintf(" (and %d more like it since the last such line)", held)
+	if held.Count > 0 {
+		msg += fmt.Sprintf(" (and %d more like it since the last such line)", held.Count)
 	}
 	r.out(msg)
 }
 
 // Write makes r the http.Server's error log: each line is an error of kind "http".
-func (r *rateLog) Write(p []byte) (int, error) {
+func (r *errorLog) Write(p []byte) (int, error) {
 	r.Errorf("http", "api: %s", trimNewline(p))
 	return len(p), nil
 }

@@ -23,7 +23,7 @@ func TestLimitListener(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := newRateLog(time.Hour)
+	logs := newErrorLog(time.Hour)
 	logs.out = func(string) {}
 	l := newLimitListener(inner, 4, 2, logs)
 	defer l.Close()
@@ -126,12 +126,12 @@ func TestClientOf(t *testing.T) {
 	}
 }
 
-// TestRateLog: one line per kind per period; what was held back is counted in the
+// TestErrorLogOncePerKindPerPeriod: one line per kind per period; what was held back is counted in the
 // next line.
-func TestRateLog(t *testing.T) {
+func TestErrorLogOncePerKindPerPeriod(t *testing.T) {
 	var out strings.Builder
 	now := time.Unix(0, 0)
-	r := newRateLog(10 * time.Second)
+	r := newErrorLog(10 * time.Second)
 	r.now = func() time.Time { return now }
 	r.out = func(msg string) { out.WriteString(msg + "\n") }
 	for range 1000 {

@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/healthroute/healthroute/internal/watch"
 )
 
 // Files names the JSON files of a hosted zone.
@@ -18,6 +20,11 @@ type Files struct {
 	// list-traffic-policy-instances output ("" for none).
 	TrafficPolicies []string
 	PolicyRecords   string
+	// Limit is the size limit of each file, in bytes (0: watch.DefaultLimit). A file
+	// over it is refused, a regular file before it is read.
+	Limit int64
+	// Read is how many bytes the last Load read, over all files.
+	Read int64
 }
 
 // Paths returns every file f names.
@@ -45,15 +52,17 @@ func cidrPath(c string) string {
 	return c
 }
 
-// Load reads the files into an Input; errors name the file.
-func (f Files) Load() (Input, error) {
+// Load reads the files into an Input; errors name the file. Each file is read as a
+// stream and refused at the first token that shows it is not what it should be.
+func (f *Files) Load() (Input, error) {
 	var in Input
 	var err error
-	if in.RecordSets, err = readFile(f.Records, ReadRecordSets); err != nil {
+	f.Read = 0
+	if in.RecordSets, err = readFile(f, f.Records, ReadRecordSets); err != nil {
 		return in, err
 	}
 	if f.HealthChecks != "" {
-		if in.HealthChecks, err = readFile(f.HealthChecks, ReadHealthChecks); err != nil {
+		if in.HealthChecks, err = readFile(f, f.HealthChecks, ReadHealthChecks); err != nil {
 			return in, err
 		}
 	}
@@ -68,34 +77,50 @@ func (f Files) Load() (Input, error) {
 		if _, dup := in.CIDRBlocks[id]; dup {
 			return in, fmt.Errorf("%s: collection %q given twice", c, id)
 		}
-		if in.CIDRBlocks[id], err = readFile(file, ReadCIDRBlocks); err != nil {
+		if in.CIDRBlocks[id], err = readFile(f, file, ReadCIDRBlocks); err != nil {
 			return in, err
 		}
 	}
 	return in, f.loadTrafficFlow(&in)
 }
 
-// readFile reads path ("-": standard input) with read.
-func readFile[T any](path string, read func(io.Reader) (T, error)) (T, error) {
+// readFile reads path ("-": standard input) with read, at most f's limit of it,
+// and adds what it read to f.Read.
+func readFile[T any](f *Files, path string, read func(io.Reader) (T, error)) (T, error) {
+	limit := f.Limit
+	if limit <= 0 {
+		limit = watch.DefaultLimit
+	}
 	if path == "-" {
-		v, err := read(os.Stdin)
-		if err != nil {
+		r := watch.NewReader(os.Stdin, "standard input", limit)
+		v, err := read(r)
+		f.Read += r.N()
+		if err != nil && !watch.IsTooLarge(err) {
 			err = fmt.Errorf("standard input: %w", err)
 		}
-		return v, err
+		return v, tooLarge(err)
 	}
-	f, err := os.Open(path)
+	file, err := watch.Open(path, limit)
 	if err != nil {
 		var zero T
 		return zero, err
 	}
-	defer f.Close()
-	v, err := read(f)
-	if err != nil {
-		var pe *os.PathError
-		if !errors.As(err, &pe) {
-			err = fmt.Errorf("%s: %w", path, err)
-		}
+	defer file.Close()
+	v, err := read(file)
+	f.Read += file.N()
+	var pe *os.PathError
+	if err != nil && !errors.As(err, &pe) && !watch.IsTooLarge(err) {
+		err = fmt.Errorf("%s: %w", path, err)
 	}
-	return v, err
+	return v, tooLarge(err)
+}
+
+// tooLarge returns err, or the bare size-limit error when err wraps one: the
+// limit, not the JSON cut at it, is what went wrong.
+func tooLarge(err error) error {
+	var e *watch.TooLargeError
+	if errors.As(err, &e) {
+		return e
+	}
+	return err
 }

@@ -1,7 +1,6 @@
 package route53
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -105,159 +104,287 @@ type CidrBlock struct {
 // ({"ResourceRecordSets": [...]}), of a change batch ({"Changes": [{"Action":
 // "CREATE", "ResourceRecordSet": {...}}]}, also wrapped in {"ChangeBatch": ...}), or
 // a bare array of record sets. A field this package does not know is an error naming
-// the record set: it might change how the record answers.
+// the record set: it might change how the record answers. The document is read as
+// a stream (see openDoc): a file that is not such a document is refused at the
+// first token that shows it.
 func ReadRecordSets(r io.Reader) ([]ResourceRecordSet, error) {
-	var doc struct {
-		ResourceRecordSets []json.RawMessage
-		Changes            []json.RawMessage
-		ChangeBatch        *struct{ Changes []json.RawMessage }
-		IsTruncated        bool
-		NextRecordName     string
-	}
-	var list []json.RawMessage
-	array, err := readDoc(r, &list, &doc)
-	if err != nil {
+	rs := &setReader{d: json.NewDecoder(r)}
+	err := rs.read()
+	var ee elemError
+	switch {
+	case errors.As(err, &ee):
+		return nil, ee.err
+	case err != nil:
 		return nil, fmt.Errorf("record sets: %w", err)
 	}
-	if !array {
-		if doc.IsTruncated {
-			return nil, fmt.Errorf("record sets: the listing is truncated at %q; list every page (the aws CLI does unless --max-items is given)", doc.NextRecordName)
-		}
-		if doc.ResourceRecordSets == nil && doc.Changes == nil && doc.ChangeBatch == nil {
-			return nil, errors.New("record sets: expected ResourceRecordSets, Changes or ChangeBatch")
-		}
-		changes := doc.Changes
-		if doc.ChangeBatch != nil {
-			changes = append(changes, doc.ChangeBatch.Changes...)
-		}
-		list = doc.ResourceRecordSets
-		for i, c := range changes {
-			var ch struct {
-				Action            string
-				ResourceRecordSet json.RawMessage
-			}
-			if err := json.Unmarshal(c, &ch); err != nil {
-				return nil, fmt.Errorf("change %d: %w", i, jsonErr(err))
-			}
-			if ch.Action != "CREATE" && ch.Action != "UPSERT" {
-				return nil, fmt.Errorf("change %d: action %q, expected CREATE or UPSERT (a change batch read as a zone must only add records)", i, ch.Action)
-			}
-			list = append(list, ch.ResourceRecordSet)
-		}
+	return rs.sets, nil
+}
+
+// setReader reads a document of record sets.
+type setReader struct {
+	d       *json.Decoder
+	sets    []ResourceRecordSet
+	changes int // change entries read
+}
+
+func (s *setReader) read() error {
+	array, err := openDoc(s.d)
+	if err != nil {
+		return err
 	}
-	sets := make([]ResourceRecordSet, len(list))
-	// One strict pass over every set; only a failure decodes them one by one, to name
-	// the set at fault.
-	all := []byte{'['}
-	for i, m := range list {
-		if i > 0 {
-			all = append(all, ',')
+	if array {
+		if err := eachElem(s.d, s.add); err != nil {
+			return err
 		}
-		all = append(all, m...)
+		return closeDoc(s.d)
 	}
-	all = append(all, ']')
-	d := json.NewDecoder(bytes.NewReader(all))
-	d.DisallowUnknownFields()
-	if len(list) == 0 || d.Decode(&sets) == nil {
-		return sets, nil
-	}
-	clear(sets)
-	for i, m := range list {
-		d := json.NewDecoder(bytes.NewReader(m))
-		d.DisallowUnknownFields()
-		if err := d.Decode(&sets[i]); err != nil {
-			var id ResourceRecordSet // lenient, only to name the record set
-			_ = json.Unmarshal(m, &id)
-			return nil, &Error{Name: id.Name, Type: id.Type, SetIdentifier: id.SetIdentifier, Index: i, Err: jsonErr(err)}
+	var found, truncated bool
+	var next string
+	err = eachMember(s.d, func(key string) error {
+		switch {
+		case is(key, "ResourceRecordSets"):
+			return s.list(key, s.add, &found)
+		case is(key, "Changes"):
+			return s.list(key, s.change, &found)
+		case is(key, "ChangeBatch"):
+			return s.batch(&found)
+		case is(key, "IsTruncated"):
+			return decode(s.d, &truncated)
+		case is(key, "NextRecordName"):
+			return decode(s.d, &next)
 		}
+		return skipValue(s.d)
+	})
+	if err != nil {
+		return err
 	}
-	return sets, nil
+	if err := closeDoc(s.d); err != nil {
+		return err
+	}
+	if truncated {
+		return fmt.Errorf("the listing is truncated at %q; list every page (the aws CLI does unless --max-items is given)", next)
+	}
+	if !found {
+		return errors.New("expected ResourceRecordSets, Changes or ChangeBatch")
+	}
+	return nil
+}
+
+// list reads the array of member key with f; found notes that it was not null.
+func (s *setReader) list(key string, f func(json.RawMessage) error, found *bool) error {
+	ok, err := openArray(s.d, key)
+	if err != nil || !ok {
+		return err
+	}
+	*found = true
+	return eachElem(s.d, f)
+}
+
+// batch reads a ChangeBatch object, whose Changes are read as a change batch's.
+func (s *setReader) batch(found *bool) error {
+	tok, err := s.d.Token()
+	if err != nil {
+		return jsonErr(err)
+	}
+	if tok == nil {
+		return nil
+	}
+	if tok != json.Delim('{') {
+		return fmt.Errorf("ChangeBatch: expected an object, found %s", describe(tok))
+	}
+	*found = true
+	var none bool
+	return eachMember(s.d, func(key string) error {
+		if is(key, "Changes") {
+			return s.list(key, s.change, &none)
+		}
+		return skipValue(s.d)
+	})
+}
+
+// add decodes one record set, strictly.
+func (s *setReader) add(m json.RawMessage) error {
+	var set ResourceRecordSet
+	if err := decodeStrict(m, &set); err != nil {
+		var id ResourceRecordSet // lenient, only to name the record set
+		_ = json.Unmarshal(m, &id)
+		return &Error{Name: id.Name, Type: id.Type, SetIdentifier: id.SetIdentifier, Index: len(s.sets), Err: jsonErr(err)}
+	}
+	s.sets = append(s.sets, set)
+	return nil
+}
+
+// change reads one change of a batch, which must add its record set.
+func (s *setReader) change(m json.RawMessage) error {
+	i := s.changes
+	s.changes++
+	var ch struct {
+		Action            string
+		ResourceRecordSet json.RawMessage
+	}
+	if err := json.Unmarshal(m, &ch); err != nil {
+		return fmt.Errorf("change %d: %w", i, jsonErr(err))
+	}
+	if ch.Action != "CREATE" && ch.Action != "UPSERT" {
+		return fmt.Errorf("change %d: action %q, expected CREATE or UPSERT (a change batch read as a zone must only add records)", i, ch.Action)
+	}
+	return s.add(ch.ResourceRecordSet)
 }
 
 // ReadHealthChecks reads list-health-checks output ({"HealthChecks": [...]}),
-// get-health-check output ({"HealthCheck": {...}}) or a bare array of health checks.
+// get-health-check output ({"HealthCheck": {...}}) or a bare array of health
+// checks, as a stream (see ReadRecordSets).
 func ReadHealthChecks(r io.Reader) ([]HealthCheck, error) {
-	var list []json.RawMessage
-	var doc struct {
-		HealthChecks []json.RawMessage
-		HealthCheck  json.RawMessage
-		IsTruncated  bool
+	d := json.NewDecoder(r)
+	var checks []HealthCheck
+	add := func(m json.RawMessage) error {
+		hc, err := healthCheck(m, len(checks))
+		if err != nil {
+			return err
+		}
+		checks = append(checks, hc)
+		return nil
 	}
-	array, err := readDoc(r, &list, &doc)
+	err := func() error {
+		array, err := openDoc(d)
+		if err != nil {
+			return err
+		}
+		if array {
+			if err := eachElem(d, add); err != nil {
+				return err
+			}
+			return closeDoc(d)
+		}
+		var found, truncated bool
+		err = eachMember(d, func(key string) error {
+			switch {
+			case is(key, "HealthChecks"):
+				ok, err := openArray(d, key)
+				if err != nil || !ok {
+					return err
+				}
+				found = true
+				return eachElem(d, add)
+			case is(key, "HealthCheck"):
+				var m json.RawMessage
+				if err := decode(d, &m); err != nil {
+					return err
+				}
+				if string(m) == "null" {
+					return nil
+				}
+				found = true
+				if err := add(m); err != nil {
+					return elemError{err}
+				}
+				return nil
+			case is(key, "IsTruncated"):
+				return decode(d, &truncated)
+			}
+			return skipValue(d)
+		})
+		if err != nil {
+			return err
+		}
+		if err := closeDoc(d); err != nil {
+			return err
+		}
+		if truncated {
+			return errors.New("the listing is truncated; list every page")
+		}
+		if !found {
+			return errors.New("expected HealthChecks or HealthCheck")
+		}
+		return nil
+	}()
+	var ee elemError
 	switch {
+	case errors.As(err, &ee):
+		return nil, ee.err
 	case err != nil:
 		return nil, fmt.Errorf("health checks: %w", err)
-	case array:
-	case doc.IsTruncated:
-		return nil, errors.New("health checks: the listing is truncated; list every page")
-	case doc.HealthChecks == nil && doc.HealthCheck == nil:
-		return nil, errors.New("health checks: expected HealthChecks or HealthCheck")
-	default:
-		list = doc.HealthChecks
-		if doc.HealthCheck != nil {
-			list = append(list, doc.HealthCheck)
-		}
-	}
-	checks := make([]HealthCheck, len(list))
-	for i, m := range list {
-		var hc struct {
-			Id                string
-			HealthCheckConfig json.RawMessage
-		}
-		if err := json.Unmarshal(m, &hc); err != nil {
-			return nil, fmt.Errorf("health check %d: %w", i, jsonErr(err))
-		}
-		if hc.Id == "" || hc.HealthCheckConfig == nil {
-			return nil, fmt.Errorf("health check %d: expected Id and HealthCheckConfig", i)
-		}
-		d := json.NewDecoder(bytes.NewReader(hc.HealthCheckConfig))
-		d.DisallowUnknownFields()
-		checks[i].Id = hc.Id
-		if err := d.Decode(&checks[i].HealthCheckConfig); err != nil {
-			return nil, fmt.Errorf("health check %s: %w", hc.Id, jsonErr(err))
-		}
 	}
 	return checks, nil
 }
 
-// ReadCIDRBlocks reads list-cidr-blocks output ({"CidrBlocks": [...]}) or a bare
-// array of blocks: the locations of one CIDR collection.
-func ReadCIDRBlocks(r io.Reader) ([]CidrBlock, error) {
-	var blocks []CidrBlock
-	var doc struct{ CidrBlocks *[]CidrBlock }
-	array, err := readDoc(r, &blocks, &doc)
-	switch {
-	case err != nil:
-		return nil, fmt.Errorf("cidr blocks: %w", err)
-	case array:
-	case doc.CidrBlocks == nil:
-		return nil, errors.New("cidr blocks: expected CidrBlocks")
-	default:
-		blocks = *doc.CidrBlocks
+// healthCheck decodes the i-th health check of a listing; its configuration strictly.
+func healthCheck(m json.RawMessage, i int) (HealthCheck, error) {
+	var hc struct {
+		Id                string
+		HealthCheckConfig json.RawMessage
 	}
-	for i, b := range blocks {
-		if b.CidrBlock == "" || b.LocationName == "" {
-			return nil, fmt.Errorf("cidr block %d: expected CidrBlock and LocationName", i)
-		}
+	if err := json.Unmarshal(m, &hc); err != nil {
+		return HealthCheck{}, fmt.Errorf("health check %d: %w", i, jsonErr(err))
 	}
-	return blocks, nil
+	if hc.Id == "" || hc.HealthCheckConfig == nil {
+		return HealthCheck{}, fmt.Errorf("health check %d: expected Id and HealthCheckConfig", i)
+	}
+	out := HealthCheck{Id: hc.Id}
+	if err := decodeStrict(hc.HealthCheckConfig, &out.HealthCheckConfig); err != nil {
+		return HealthCheck{}, fmt.Errorf("health check %s: %w", hc.Id, jsonErr(err))
+	}
+	return out, nil
 }
 
-// readDoc reads one JSON document from r: a bare array into list, anything else into
-// doc. It reports which it was.
-func readDoc(r io.Reader, list, doc any) (array bool, err error) {
-	raw, err := io.ReadAll(r)
-	if err != nil {
-		return false, err
+// ReadCIDRBlocks reads list-cidr-blocks output ({"CidrBlocks": [...]}) or a bare
+// array of blocks, as a stream (see ReadRecordSets).
+func ReadCIDRBlocks(r io.Reader) ([]CidrBlock, error) {
+	d := json.NewDecoder(r)
+	var blocks []CidrBlock
+	add := func(m json.RawMessage) error {
+		var b CidrBlock
+		if err := json.Unmarshal(m, &b); err != nil {
+			return fmt.Errorf("cidr block %d: %w", len(blocks), jsonErr(err))
+		}
+		if b.CidrBlock == "" || b.LocationName == "" {
+			return fmt.Errorf("cidr block %d: expected CidrBlock and LocationName", len(blocks))
+		}
+		blocks = append(blocks, b)
+		return nil
 	}
-	t := bytes.TrimSpace(raw)
-	array = len(t) > 0 && t[0] == '['
-	if array {
-		err = json.Unmarshal(t, list)
-	} else {
-		err = json.Unmarshal(t, doc)
+	err := func() error {
+		array, err := openDoc(d)
+		if err != nil {
+			return err
+		}
+		if array {
+			if err := eachElem(d, add); err != nil {
+				return err
+			}
+			return closeDoc(d)
+		}
+		found := false
+		err = eachMember(d, func(key string) error {
+			if !is(key, "CidrBlocks") {
+				return skipValue(d)
+			}
+			ok, err := openArray(d, key)
+			if err != nil || !ok {
+				return err
+			}
+			found = true
+			return eachElem(d, add)
+		})
+		if err != nil {
+			return err
+		}
+		if err := closeDoc(d); err != nil {
+			return err
+		}
+		if !found {
+			return errors.New("expected CidrBlocks")
+		}
+		return nil
+	}()
+	var ee elemError
+	switch {
+	case errors.As(err, &ee):
+		return nil, ee.err
+	case err != nil:
+		return nil, fmt.Errorf("cidr blocks: %w", err)
 	}
-	return array, jsonErr(err)
+	return blocks, nil
 }
 
 // jsonErr adds the byte offset to a syntax error, which encoding/json leaves out of

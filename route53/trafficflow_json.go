@@ -108,13 +108,13 @@ func ReadPolicyRecords(r io.Reader) ([]PolicyRecord, error) {
 }
 
 // loadTrafficFlow reads the traffic policy and policy record files into in.
-func (f Files) loadTrafficFlow(in *Input) error {
+func (f *Files) loadTrafficFlow(in *Input) error {
 	for _, p := range f.TrafficPolicies {
 		id, file, ok := strings.Cut(p, "=")
 		if !ok {
 			id, file = "", p
 		}
-		ps, err := readFile(file, func(r io.Reader) ([]TrafficPolicy, error) { return ReadTrafficPolicies(r, id) })
+		ps, err := readFile(f, file, func(r io.Reader) ([]TrafficPolicy, error) { return ReadTrafficPolicies(r, id) })
 		if err != nil {
 			return err
 		}
@@ -122,7 +122,7 @@ func (f Files) loadTrafficFlow(in *Input) error {
 	}
 	if f.PolicyRecords != "" {
 		var err error
-		if in.PolicyRecords, err = readFile(f.PolicyRecords, ReadPolicyRecords); err != nil {
+		if in.PolicyRecords, err = readFile(f, f.PolicyRecords, ReadPolicyRecords); err != nil {
 			return err
 		}
 	}

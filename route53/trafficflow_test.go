@@ -13,9 +13,9 @@ import (
 // text with converted.golden (go test -update rewrites it).
 func TestTrafficFlowGolden(t *testing.T) {
 	dir := "testdata/trafficflow/"
-	in, err := Files{Records: dir + "records.json", HealthChecks: dir + "checks.json",
+	in, err := (&Files{Records: dir + "records.json", HealthChecks: dir + "checks.json",
 		TrafficPolicies: []string{dir + "failover.policy.json", "tp-geo=" + dir + "geo.document.json", dir + "versions.policy.json"},
-		PolicyRecords:   dir + "instances.json"}.Load()
+		PolicyRecords:   dir + "instances.json"}).Load()
 	if err != nil {
 		t.Fatal(err)
 	}

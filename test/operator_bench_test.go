@@ -1,15 +1,12 @@
 package test
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -104,17 +101,7 @@ func BenchmarkOperatorStatusPageDNS(b *testing.B) {
 		return &wg
 	}
 
-	// cpu is the CPU time the server process has used (utime+stime, /proc/PID/stat).
-	cpu := func() time.Duration {
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", srv.Cmd.Process.Pid))
-		if err != nil {
-			b.Fatal(err)
-		}
-		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+2:])) // fields from the 3rd on
-		utime, _ := strconv.ParseInt(f[11], 10, 64)
-		stime, _ := strconv.ParseInt(f[12], 10, 64)
-		return time.Duration(utime+stime) * time.Second / 100 // USER_HZ
-	}
+	cpu := func() time.Duration { return coretest.CPU(b, srv.Cmd.Process.Pid) }
 
 	var alone, loaded, ratios []float64
 	// The page's clients alone: the server's CPU for them, without DNS load to blur it.

@@ -1,6 +1,7 @@
 package test
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -239,5 +240,63 @@ func TestOperatorAPIFlood(t *testing.T) {
 		t.Errorf("16 KiB of headers: %v %v, want 431", resp, err)
 	} else {
 		resp.Body.Close()
+	}
+}
+
+// operatorHeadStatus sends a GET of /v1/checks to addr whose head (request line,
+// header lines and the blank line ending them) is exactly size bytes, and returns
+// the response's status code.
+func operatorHeadStatus(t *testing.T, addr string, size int) int {
+	t.Helper()
+	head := "GET /v1/checks HTTP/1.1\r\nHost: " + addr + "\r\nConnection: close\r\nX-Pad: "
+	pad := size - len(head) - len("\r\n\r\n")
+	if pad < 0 {
+		t.Fatalf("a head of %d bytes is too short for the request", size)
+	}
+	head += strings.Repeat("x", pad) + "\r\n\r\n"
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second)) // bounds the test only
+	if _, err := io.WriteString(c, head); err != nil {
+		t.Fatalf("sending a head of %d bytes: %v", size, err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("a head of %d bytes: reading the response: %v", size, err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// The API's header limit is the documented 8 KiB, to the byte: a request whose
+// head is 8 KiB is answered, one with 8 KiB + 1 gets 431, and so does one with
+// 12 KiB, which net/http's own slack would let through.
+func TestOperatorAPIHeaderLimitIsEightKiB(t *testing.T) {
+	port, apiPort := coretest.FreePort(t), coretest.FreePort(t)
+	coretest.Start(t, fmt.Sprintf(`example.org:%d {
+	bind 127.0.0.1
+	healthroute {
+		api 127.0.0.1:%d
+		record www.example.org. simple {
+			A 192.0.2.1
+		}
+	}
+}
+`, port, apiPort), port, "www.example.org")
+	api := fmt.Sprintf("127.0.0.1:%d", apiPort)
+	for _, tc := range []struct {
+		size, want int
+	}{
+		{8<<10 - 512, http.StatusOK},
+		{8 << 10, http.StatusOK},
+		{8<<10 + 1, http.StatusRequestHeaderFieldsTooLarge},
+		{12 << 10, http.StatusRequestHeaderFieldsTooLarge},
+	} {
+		if got := operatorHeadStatus(t, api, tc.size); got != tc.want {
+			t.Errorf("a head of %d bytes: status %d, want %d", tc.size, got, tc.want)
+		}
 	}
 }

@@ -2,7 +2,7 @@
 // record) equivalent to a Route 53 hosted zone, from the JSON the aws CLI prints:
 //
 //	healthroute-import -records rrsets.json [-checks checks.json] [-cidr [COLLECTION_ID=]blocks.json]... [-zone example.org.] [-block-ttl]
-//	    [-traffic-policy [POLICY_ID[:VERSION]=]policy.json]... [-policy-records instances.json]
+//	    [-traffic-policy [POLICY_ID[:VERSION]=]policy.json]... [-policy-records instances.json] [-max-file-size 64M]
 //
 // The lines go to standard output, to be put inside a healthroute block as they are,
 // `ttl` lines included; warnings (what will answer differently from Route 53) go to
@@ -21,6 +21,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/healthroute/healthroute/internal/watch"
 	"github.com/healthroute/healthroute/route53"
 )
 
@@ -38,13 +39,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	records := fs.String("records", "", "`FILE` of aws route53 list-resource-record-sets output, or a change batch; - for standard input (required)")
 	checks := fs.String("checks", "", "`FILE` of aws route53 list-health-checks output")
 	zone := fs.String("zone", "", "the hosted zone's `NAME`; default: the SOA record set's name")
+	maxSize := fs.String("max-file-size", "64M", "the size limit of each file: bytes, or with K, M or G (KiB, MiB, GiB), from 1K to 4G")
 	blockTTL := fs.Bool("block-ttl", false, "leave out the ttl lines: every answer carries the healthroute block's ttl, not the record set's")
 	var cidrs, policies cidrFlags
 	fs.Var(&policies, "traffic-policy", "`[POLICY_ID[:VERSION]=]FILE` of aws route53 get-traffic-policy or list-traffic-policy-versions output, or a bare traffic policy document (then with its ID); repeat for each")
 	policyRecords := fs.String("policy-records", "", "`FILE` of aws route53 list-traffic-policy-instances output: the policy records that bind the traffic policies to names and TTLs")
 	fs.Var(&cidrs, "cidr", "`[COLLECTION_ID=]FILE` of aws route53 list-cidr-blocks output; repeat for each collection (without an ID: any collection)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: healthroute-import -records FILE [-checks FILE] [-cidr [COLLECTION_ID=]FILE]... [-zone NAME] [-block-ttl] [-traffic-policy [POLICY_ID[:VERSION]=]FILE]... [-policy-records FILE]")
+		fmt.Fprintln(stderr, "usage: healthroute-import -records FILE [-checks FILE] [-cidr [COLLECTION_ID=]FILE]... [-zone NAME] [-block-ttl] [-traffic-policy [POLICY_ID[:VERSION]=]FILE]... [-policy-records FILE] [-max-file-size SIZE]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -54,7 +56,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	in, err := route53.Files{Records: *records, HealthChecks: *checks, CIDRBlocks: cidrs, TrafficPolicies: policies, PolicyRecords: *policyRecords}.Load()
+	limit, ok := watch.ParseSize(*maxSize)
+	if !ok {
+		fmt.Fprintf(stderr, "healthroute-import: -max-file-size: invalid value %q, expected a size from 1K to 4G\n", *maxSize)
+		return 2
+	}
+	files := route53.Files{Records: *records, HealthChecks: *checks, CIDRBlocks: cidrs, TrafficPolicies: policies, PolicyRecords: *policyRecords, Limit: limit}
+	in, err := files.Load()
 	if err == nil {
 		in.Zone, in.BlockTTL = *zone, *blockTTL
 		var res *route53.Result

@@ -112,12 +112,14 @@ func writeImportFile(t *testing.T, name, content string) string {
 	return p
 }
 
-// TestExitCodes checks that a zone that cannot be converted prints nothing on
-// stdout and exits 1 naming the record set, and that bad usage exits 2.
+// TestExitCodes checks that a zone that cannot be converted (or a file over the size
+// limit) prints nothing on stdout and exits 1 naming the record set (the file), and
+// that bad usage exits 2.
 func TestExitCodes(t *testing.T) {
 	bad := writeImportFile(t, "rrsets.json", `{"ResourceRecordSets":[
 		{"Name":"example.com.","Type":"A","TTL":60,"ResourceRecords":[{"Value":"192.0.2.1"}]},
 		{"Name":"www.example.com.","Type":"A","SetIdentifier":"blue","Weight":1,"TTL":60,"ResourceRecords":[{"Value":"192.0.2.2"}],"HealthCheckId":"gone"}]}`)
+	big := writeImportFile(t, "big.json", `{"ResourceRecordSets":[`+strings.Repeat(" ", 2000)+`]}`)
 	tests := []struct {
 		name   string
 		args   []string
@@ -128,6 +130,8 @@ func TestExitCodes(t *testing.T) {
 		{"missing file", []string{"-records", filepath.Join(t.TempDir(), "none.json"), "-zone", "example.com"}, 1, "no such file"},
 		{"no records", []string{"-zone", "example.com"}, 2, "usage: healthroute-import"},
 		{"unknown flag", []string{"-records", bad, "-bogus"}, 2, "flag provided but not defined"},
+		{"over -max-file-size", []string{"-records", big, "-max-file-size", "1K"}, 1, big + " is over the size limit of 1024 bytes"},
+		{"bad -max-file-size", []string{"-records", bad, "-max-file-size", "1X"}, 2, `-max-file-size: invalid value "1X"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

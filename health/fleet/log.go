@@ -5,6 +5,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/healthroute/healthroute/internal/ratelog"
 )
 
 // Log levels of rateLog.
@@ -25,18 +27,22 @@ const (
 // connections that send nothing), which anyone who can reach the port can cause at
 // line rate: each is counted in coredns_healthroute_fleet_gossip_errors_total, and
 // at most logBurst of them (and of the fleet's own notes) are logged per
-// logWindow; the next line logged says how many were not.
+// logWindow (internal/ratelog); the next line logged says how many were not.
 type rateLog struct {
 	now func() time.Time
 	out func(level int, msg string) // nil: the plugin log
 
-	mu         sync.Mutex
-	start      time.Time // of the current window
-	n          int       // lines logged in it
-	suppressed int       // lines not logged in it
+	once  sync.Once
+	limit ratelog.Limiter
 }
 
 func newRateLog() *rateLog { return &rateLog{now: time.Now} }
+
+// limiter returns the limiter, set to the fleet's policy on first use.
+func (l *rateLog) limiter() *ratelog.Limiter {
+	l.once.Do(func() { l.limit.Window, l.limit.Burst = logWindow, logBurst })
+	return &l.limit
+}
 
 // Write takes one line of memberlist's log.
 func (l *rateLog) Write(p []byte) (int, error) {
@@ -56,48 +62,29 @@ func (l *rateLog) Write(p []byte) (int, error) {
 
 // note logs msg unless this window's budget is spent.
 func (l *rateLog) note(level int, msg string) {
-	l.mu.Lock()
-	summary := l.rollLocked()
-	ok := l.n < logBurst
-	if ok {
-		l.n++
-	} else {
-		l.suppressed++
+	now := l.now()
+	ok, held := l.limiter().Allow("", now)
+	if !ok {
+		return
 	}
-	l.mu.Unlock()
-	if summary != "" {
-		l.emit(levelWarning, summary)
-	}
-	if ok {
-		l.emit(level, msg)
-	}
+	l.summarize(held, now)
+	l.emit(level, msg)
 }
 
 // flush logs how many lines the last window suppressed once it is over, so the
 // count is not held back until the next line.
 func (l *rateLog) flush() {
-	l.mu.Lock()
-	summary := l.rollLocked()
-	l.mu.Unlock()
-	if summary != "" {
-		l.emit(levelWarning, summary)
-	}
+	now := l.now()
+	l.summarize(l.limiter().Flush("", now), now)
 }
 
-// rollLocked starts a new window when the current one is over and returns the
-// line to log about the one that ended, if it suppressed any.
-func (l *rateLog) rollLocked() string {
-	now := l.now()
-	if now.Sub(l.start) < logWindow {
-		return ""
+// summarize logs how many lines were held back, if any.
+func (l *rateLog) summarize(held ratelog.Held, now time.Time) {
+	if held.Count == 0 {
+		return
 	}
-	s := ""
-	if l.suppressed > 0 {
-		s = fmt.Sprintf("fleet: %d more gossip errors and warnings in %s not logged (coredns_healthroute_fleet_gossip_errors_total counts them)",
-			l.suppressed, now.Sub(l.start).Round(time.Second))
-	}
-	l.start, l.n, l.suppressed = now, 0, 0
-	return s
+	l.emit(levelWarning, fmt.Sprintf("fleet: %d more gossip errors and warnings in %s not logged (coredns_healthroute_fleet_gossip_errors_total counts them)",
+		held.Count, now.Sub(held.Since).Round(time.Second)))
 }
 
 func (l *rateLog) emit(level int, msg string) {
