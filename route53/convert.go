@@ -128,7 +128,7 @@ func Convert(in Input) (*Result, error) {
 		return nil, err
 	}
 	if err := c.writeRecords(&b); err != nil {
-		return nil, err
+		return nil, c.policyErr(err) // a CNAME that must be alone: name the rule
 	}
 	return &Result{Zone: c.zone, Corefile: b.String(), Warnings: c.warn}, nil
 }

@@ -36,7 +36,7 @@ func (b *tfBuild) key(rs *ResourceRecordSet, id, typ string, i int, it *tfItem) 
 	case "geoproximity":
 		g, err := proximityLocation(it)
 		if err != nil {
-			return bad("%v", err)
+			return b.fail(id, "", "item %d: %w", i, err)
 		}
 		rs.GeoProximityLocation = g
 	case "multivalue":
