@@ -119,6 +119,9 @@ func Convert(in Input) (*Result, error) {
 	if err := c.checkAliases(); err != nil {
 		return nil, c.policyErr(err)
 	}
+	if err := c.cnameThroughAliases(); err != nil {
+		return nil, c.policyErr(err)
+	}
 	var b strings.Builder
 	for _, r := range c.regions {
 		ll := regionCoords[r]
