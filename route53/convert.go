@@ -391,7 +391,7 @@ func (c *converter) proximityKey(g *GeoProximityLocation) (string, error) {
 	case g.Coordinates != nil && g.AWSRegion == "":
 		lat, err1 := strconv.ParseFloat(g.Coordinates.Latitude, 64)
 		lon, err2 := strconv.ParseFloat(g.Coordinates.Longitude, 64)
-		if err1 != nil || err2 != nil || math.Abs(lat) > 90 || math.Abs(lon) > 180 {
+		if err1 != nil || err2 != nil || !(math.Abs(lat) <= 90 && math.Abs(lon) <= 180) { // NaN too
 			return "", fmt.Errorf("GeoProximityLocation Coordinates %q %q, expected a latitude (-90 to 90) and a longitude (-180 to 180)", g.Coordinates.Latitude, g.Coordinates.Longitude)
 		}
 		key = "coordinates " + ftoa(lat) + " " + ftoa(lon)

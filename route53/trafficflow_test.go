@@ -117,6 +117,8 @@ func TestTrafficFlowErrors(t *testing.T) {
 			`rule "top": json: unknown field "Zone"`},
 		{"latitude out of range", tfDoc(`"top":{"RuleType":"geoproximity","GeoproximityLocations":[{"Location":{"Type":"Coordinate","Latitude":"95","Longitude":"2.35"},"EndpointReference":"e1"}]}`),
 			`rule "top": record set www.example.com. A ("e1"): GeoProximityLocation Coordinates "95" "2.35", expected a latitude (-90 to 90)`},
+		{"latitude not a number", tfDoc(`"top":{"RuleType":"geoproximity","GeoproximityLocations":[{"Latitude":"NaN","Longitude":"2.35","EndpointReference":"e1"}]}`),
+			`rule "top": record set www.example.com. A ("e1"): GeoProximityLocation Coordinates "NaN" "2.35", expected a latitude (-90 to 90)`},
 		{"bias out of range", tfDoc(`"top":{"RuleType":"geoproximity","GeoproximityLocations":[{"Region":"aws:route53:us-east-1","Bias":"100","EndpointReference":"e1"}]}`),
 			`rule "top": record set www.example.com. A ("e1"): GeoProximityLocation Bias 100, expected -99 to 99`},
 		{"s3 bucket without its region", `{"AWSPolicyFormatVersion":"2015-10-01","RecordType":"A","StartEndpoint":"s3","Endpoints":{"s3":{"Type":"s3-website","Value":"www.example.com"}}}`,
