@@ -119,6 +119,9 @@ func Convert(in Input) (*Result, error) {
 	if err := c.checkAliases(); err != nil {
 		return nil, c.policyErr(err)
 	}
+	if err := c.cnameThroughAliases(); err != nil {
+		return nil, c.policyErr(err)
+	}
 	var b strings.Builder
 	for _, r := range c.regions {
 		ll := regionCoords[r]
@@ -128,7 +131,7 @@ func Convert(in Input) (*Result, error) {
 		return nil, err
 	}
 	if err := c.writeRecords(&b); err != nil {
-		return nil, err
+		return nil, c.policyErr(err) // a CNAME that must be alone: name the rule
 	}
 	return &Result{Zone: c.zone, Corefile: b.String(), Warnings: c.warn}, nil
 }
@@ -388,7 +391,7 @@ func (c *converter) proximityKey(g *GeoProximityLocation) (string, error) {
 	case g.Coordinates != nil && g.AWSRegion == "":
 		lat, err1 := strconv.ParseFloat(g.Coordinates.Latitude, 64)
 		lon, err2 := strconv.ParseFloat(g.Coordinates.Longitude, 64)
-		if err1 != nil || err2 != nil || math.Abs(lat) > 90 || math.Abs(lon) > 180 {
+		if err1 != nil || err2 != nil || !(math.Abs(lat) <= 90 && math.Abs(lon) <= 180) { // NaN too
 			return "", fmt.Errorf("GeoProximityLocation Coordinates %q %q, expected a latitude (-90 to 90) and a longitude (-180 to 180)", g.Coordinates.Latitude, g.Coordinates.Longitude)
 		}
 		key = "coordinates " + ftoa(lat) + " " + ftoa(lon)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strconv"
@@ -56,10 +57,19 @@ type tfItem struct {
 	Country              string    `json:",omitempty"`
 	Subdivision          string    `json:",omitempty"`
 	Region               string    `json:",omitempty"` // latency; geoproximity as aws:route53:REGION
-	Latitude             flexNum   `json:",omitempty"` // geoproximity
+	Latitude             flexNum   `json:",omitempty"` // geoproximity (2015-10-01)
 	Longitude            flexNum   `json:",omitempty"`
+	Location             *tfPlace  `json:",omitempty"` // geoproximity (2023-05-09)
 	Bias                 flexNum   `json:",omitempty"`
 	Weight               flexNum   `json:",omitempty"` // weighted
+}
+
+// tfPlace is a geoproximity item's Location in the 2023-05-09 format: a Region or a
+// LocalZone by LocationName (aws:route53:NAME), or a Coordinate.
+type tfPlace struct {
+	Type                string
+	LocationName        string  `json:",omitempty"`
+	Latitude, Longitude flexNum `json:",omitempty"`
 }
 
 // flexBool is a JSON boolean, also written as the string "true" or "false" (the
@@ -126,6 +136,7 @@ type tfBuild struct {
 	rules   map[string]*tfRule
 	eps     map[string]*tfEndpoint
 	names   map[string]string // rule ID -> its record sets' name
+	taken   map[string]bool   // the names in names
 	built   map[string]bool   // rules whose record sets are made
 	sets    []ResourceRecordSet
 	origins []tfOrigin
@@ -154,7 +165,7 @@ func policyRecordSets(in *Input) ([]ResourceRecordSet, []tfOrigin, map[string]bo
 	for i := range in.PolicyRecords {
 		pr := &in.PolicyRecords[i]
 		k := pr.TrafficPolicyId + ":" + strconv.Itoa(pr.TrafficPolicyVersion)
-		b := &tfBuild{pr: pr, policy: k, names: map[string]string{}, built: map[string]bool{}}
+		b := &tfBuild{pr: pr, policy: k, names: map[string]string{}, taken: map[string]bool{}, built: map[string]bool{}}
 		p, ok := policies[k]
 		if !ok {
 			return nil, nil, nil, b.fail("", "", "traffic policy %s version %d is not among the traffic policies read", pr.TrafficPolicyId, pr.TrafficPolicyVersion)
@@ -170,12 +181,20 @@ func policyRecordSets(in *Input) ([]ResourceRecordSet, []tfOrigin, map[string]bo
 	return sets, origins, instances, nil
 }
 
+// maxDocument is the longest traffic policy document Route 53 accepts (the Document
+// of CreateTrafficPolicy), in bytes.
+const maxDocument = 102400
+
 // build decodes the document and makes its record sets.
 func (b *tfBuild) build(p *TrafficPolicy) error {
-	d := json.NewDecoder(strings.NewReader(p.Document))
-	d.DisallowUnknownFields()
-	if err := d.Decode(&b.doc); err != nil {
-		return b.fail("", "", "document: %v", jsonErr(err))
+	if len(p.Document) > maxDocument {
+		return b.fail("", "", "document of %d bytes, longer than Route 53's %d", len(p.Document), maxDocument)
+	}
+	if err := strict([]byte(p.Document), &b.doc); err != nil {
+		return b.fail("", "", "document: %v", err)
+	}
+	if rule, ep, err := duplicateKey([]byte(p.Document)); err != nil {
+		return b.fail(rule, ep, "%v", err)
 	}
 	doc := &b.doc
 	switch {
@@ -208,6 +227,11 @@ func (b *tfBuild) build(p *TrafficPolicy) error {
 		}
 		b.rules[id] = r
 	}
+	for _, id := range slices.Sorted(maps.Keys(b.rules)) { // those the start rule does not reach too
+		if _, err := b.items(id, b.rules[id]); err != nil {
+			return err
+		}
+	}
 	if doc.StartEndpoint != "" {
 		ep, ok := b.eps[doc.StartEndpoint]
 		if !ok {
@@ -226,11 +250,18 @@ func (b *tfBuild) build(p *TrafficPolicy) error {
 	return b.rule(doc.StartRule, b.name, nil)
 }
 
-// strict decodes one endpoint or rule, refusing fields this importer does not know.
-func strict(raw json.RawMessage, v any) error {
+// strict decodes one JSON value, refusing fields this importer does not know and
+// anything after the value.
+func strict(raw []byte, v any) error {
 	d := json.NewDecoder(bytes.NewReader(raw))
 	d.DisallowUnknownFields()
-	return jsonErr(d.Decode(v))
+	if err := d.Decode(v); err != nil {
+		return jsonErr(err)
+	}
+	if _, err := d.Token(); err != io.EOF {
+		return errors.New("more after the JSON value")
+	}
+	return nil
 }
 
 func (b *tfBuild) add(rs ResourceRecordSet, rule, endpoint string) {
@@ -239,10 +270,14 @@ func (b *tfBuild) add(rs ResourceRecordSet, rule, endpoint string) {
 }
 
 // ruleName is the name of rule id's record sets: a label of its own below the policy
-// record's name.
+// record's name, from the ID (lower case, other characters than letters, digits and
+// `-` as `-`, at most 50 of them), with -2, -3... when two IDs would give one label.
 func (b *tfBuild) ruleName(id string) (string, error) {
 	if n, ok := b.names[id]; ok {
 		return n, nil
+	}
+	if strings.HasPrefix(b.name, "*.") {
+		return "", fmt.Errorf("a policy record at a wildcard name has no names below it for its rules")
 	}
 	label := strings.Map(func(r rune) rune {
 		switch {
@@ -253,19 +288,17 @@ func (b *tfBuild) ruleName(id string) (string, error) {
 		}
 		return '-'
 	}, id)
-	if strings.HasPrefix(b.name, "*.") {
-		return "", fmt.Errorf("a policy record at a wildcard name has no names below it for its rules")
+	if len(label) > 50 {
+		label = label[:50]
 	}
 	n := "_tf-" + label + "." + b.name
-	for other, taken := range b.names {
-		if taken == n {
-			return "", fmt.Errorf("rules %q and %q would both be named %s", other, id, n)
-		}
+	for k := 2; b.taken[n]; k++ {
+		n = "_tf-" + label + "-" + strconv.Itoa(k) + "." + b.name
 	}
 	if len(n) > 254 {
 		return "", fmt.Errorf("its name %s is longer than a domain name may be", n)
 	}
-	b.names[id] = n
+	b.names[id], b.taken[n] = n, true
 	return n, nil
 }
 

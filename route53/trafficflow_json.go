@@ -1,10 +1,12 @@
 package route53
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -127,4 +129,79 @@ func (f *Files) loadTrafficFlow(in *Input) error {
 		}
 	}
 	return nil
+}
+
+// duplicateKey finds a key given twice in one object of a document that decoded, which
+// encoding/json would read as its last value: a rule or endpoint ID given twice, or a
+// field given twice in one. It returns the rule or endpoint it is in, if any.
+func duplicateKey(doc []byte) (rule, endpoint string, err error) {
+	d := json.NewDecoder(bytes.NewReader(doc))
+	d.UseNumber()
+	var path []string
+	var value func() error
+	value = func() error {
+		t, err := d.Token()
+		if err != nil {
+			return err
+		}
+		switch t {
+		case json.Delim('['):
+			for d.More() {
+				if err := value(); err != nil {
+					return err
+				}
+			}
+		case json.Delim('{'):
+			seen := map[string]bool{}
+			for d.More() {
+				k, err := d.Token()
+				if err != nil {
+					return err
+				}
+				key, _ := k.(string)
+				if seen[key] {
+					return &dupKeyError{path: slices.Clone(path), key: key}
+				}
+				seen[key] = true
+				path = append(path, key)
+				if err := value(); err != nil {
+					return err
+				}
+				path = path[:len(path)-1]
+			}
+		default:
+			return nil
+		}
+		_, err = d.Token() // the closing delimiter
+		return err
+	}
+	err = value()
+	var de *dupKeyError
+	if !errors.As(err, &de) {
+		return "", "", err
+	}
+	where := append(de.path, de.key)
+	switch {
+	case len(where) >= 2 && where[0] == "Rules":
+		rule = where[1]
+	case len(where) >= 2 && where[0] == "Endpoints":
+		endpoint = where[1]
+	}
+	return rule, endpoint, de
+}
+
+// dupKeyError is a key given twice, at path (the keys of the objects around it).
+type dupKeyError struct {
+	path []string
+	key  string
+}
+
+func (e *dupKeyError) Error() string {
+	switch {
+	case len(e.path) == 1 && e.path[0] == "Rules":
+		return "the rule ID is given twice in Rules, expected each once"
+	case len(e.path) == 1 && e.path[0] == "Endpoints":
+		return "the endpoint ID is given twice in Endpoints, expected each once"
+	}
+	return fmt.Sprintf("%q is given twice in one object, expected each key once", e.key)
 }
