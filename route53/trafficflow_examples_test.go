@@ -14,8 +14,8 @@ import (
 func awsExample(t *testing.T, file, name string) (*Result, error) {
 	t.Helper()
 	dir := "testdata/trafficflow/aws/"
-	in, err := Files{Records: "testdata/trafficflow/records.json", HealthChecks: dir + "checks.json",
-		TrafficPolicies: []string{"tp-example=" + dir + file}}.Load()
+	in, err := (&Files{Records: "testdata/trafficflow/records.json", HealthChecks: dir + "checks.json",
+		TrafficPolicies: []string{"tp-example=" + dir + file}}).Load()
 	if err != nil {
 		t.Fatal(err)
 	}
