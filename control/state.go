@@ -27,12 +27,12 @@ type Command struct {
 	Token      string            `json:"token"`  // the name of the bearer token that asked for it
 	Member     string            `json:"member"` // the member whose API it came through
 	Reason     string            `json:"reason,omitempty"`
-	Set        map[string]bool   `json:"set,omitempty"`       // control -> on
-	Override   map[string]string `json:"override,omitempty"`  // check -> Healthy, Unhealthy or None
+	Set        map[string]bool   `json:"set,omitempty"`         // control -> on
+	Override   map[string]string `json:"override,omitempty"`    // check -> Healthy, Unhealthy or None
 	BreakGlass []string          `json:"break_glass,omitempty"` // rules to bypass, by name
-	Rules      []Rule            `json:"rules"`               // the leader's rules
-	Controls   []string          `json:"controls"`            // the controls the leader's configuration defines
-	Checks     []string          `json:"checks,omitempty"`    // the checks it may override
+	Rules      []Rule            `json:"rules"`                 // the leader's rules
+	Controls   []string          `json:"controls"`              // the controls the leader's configuration defines
+	Checks     []string          `json:"checks,omitempty"`      // the checks it may override
 }
 
 // Entry is one audit record: a change applied or refused.
