@@ -92,7 +92,7 @@ type Node struct {
 	fsm        *fsm
 	raft       *raft.Raft
 	mux        *mux
-	trans      *raft.NetworkTransport
+	trans      closingTransport
 	closeStore func() // the raft log, its meta database and the directory's lock
 	policy     atomic.Pointer[Policy]
 	closed     sync.Once
@@ -153,7 +153,14 @@ func checkIdentity(cfg Config) error {
 // every later change, from raft's goroutine.
 func Open(cfg Config, onChange func(*State)) (*Node, error) {
 	if len(cfg.Voters) == 0 {
-		cfg.Voters = []Server{{ID: cfg.Name, Addr: cfg.Bind}}
+		addr := cfg.Bind
+		if addr == "" {
+			addr = "in-process"
+		}
+		cfg.Voters = []Server{{ID: cfg.Name, Addr: addr}}
+	}
+	if cfg.Bind == "" && len(cfg.Voters) > 1 {
+		return nil, errors.New("control port: missing, expected bind ADDRESS:PORT to reach the other voters")
 	}
 	if !slices.ContainsFunc(cfg.Voters, func(s Server) bool { return s.ID == cfg.Name }) {
 		cfg.Voters = append(cfg.Voters, Server{ID: cfg.Name, Addr: cfg.Bind})
@@ -193,15 +200,19 @@ func Open(cfg Config, onChange func(*State)) (*Node, error) {
 		closeStore()
 		return nil, fmt.Errorf("snapshots in %s: %v", cfg.Dir, err)
 	}
-	ln, err := net.Listen("tcp", cfg.Bind)
-	if err != nil {
-		closeStore()
-		return nil, fmt.Errorf("control port: %v", err)
-	}
 	n := &Node{cfg: cfg, fsm: f, closeStore: closeStore}
 	n.policy.Store(&Policy{})
-	n.mux = newMux(ln, cfg.Key, n.serveForward, func() { handshakeRefused.Inc() })
-	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{Stream: n.mux, MaxPool: 3, Timeout: 2 * time.Second, Logger: logger})
+	if cfg.Bind == "" { // a single voter without a control port
+		_, n.trans = raft.NewInmemTransport(raft.ServerAddress(cfg.Voters[0].Addr))
+	} else {
+		ln, err := net.Listen("tcp", cfg.Bind)
+		if err != nil {
+			closeStore()
+			return nil, fmt.Errorf("control port: %v", err)
+		}
+		n.mux = newMux(ln, cfg.Key, n.serveForward, func() { handshakeRefused.Inc() })
+		n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{Stream: n.mux, MaxPool: 3, Timeout: 2 * time.Second, Logger: logger})
+	}
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.Name)
 	rc.Logger = logger
@@ -246,8 +257,13 @@ func Open(cfg Config, onChange func(*State)) (*Node, error) {
 // Name returns this member's name.
 func (n *Node) Name() string { return n.cfg.Name }
 
-// Addr returns the control port's address.
-func (n *Node) Addr() string { return n.mux.Addr().String() }
+// Addr returns the control port's address, "" without one.
+func (n *Node) Addr() string {
+	if n.mux == nil {
+		return ""
+	}
+	return n.mux.Addr().String()
+}
 
 // SetPolicy replaces the rules, controls and checks this member stamps into the
 // changes it leads (on reload).
@@ -301,7 +317,7 @@ func (n *Node) do(ctx context.Context, req Request) (*State, error) {
 	if addr == "" {
 		return nil, n.noQuorum("this member reaches no leader")
 	}
-	if id == raft.ServerID(n.cfg.Name) { // elected meanwhile
+	if id == raft.ServerID(n.cfg.Name) || n.mux == nil { // elected meanwhile
 		rep := n.lead(req)
 		return rep.State, rep.err()
 	}
@@ -467,4 +483,11 @@ func (n *Node) Status() Status {
 		st.CanChange = id != "" && st.LastContact < time.Second // raft's heartbeat timeout
 	}
 	return st
+}
+
+// closingTransport is raft's transport with its Close: the network one on the
+// control port, or the in-process one of a single voter without a port.
+type closingTransport interface {
+	raft.Transport
+	Close() error
 }

@@ -141,7 +141,7 @@ func (s *Snapshot) Judge(spec *Spec, over map[string]bool) bool {
 		return v
 	}
 	switch {
-	case spec.Disabled:
+	case spec.Disabled, spec.Type == Control: // a control not set is on
 		return !spec.Invert
 	case spec.Type == Calculated:
 		n := 0
@@ -160,7 +160,7 @@ func (s *Snapshot) Judge(spec *Spec, over map[string]bool) bool {
 // calculated checks when every child has one, disabled checks always.
 func (s *Snapshot) Seen(spec *Spec) bool {
 	switch {
-	case spec.Disabled:
+	case spec.Disabled, spec.Type == Control:
 		return true
 	case spec.Type == Calculated:
 		for _, c := range spec.Children {
