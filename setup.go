@@ -231,7 +231,7 @@ func parseAPI(c *caddy.Controller, args []string) (*APIConfig, error) {
 				return c.Errf("api: token_file: %v", err)
 			}
 			if len(toks) == 0 {
-				return c.Errf("api: token_file: %s holds no token, expected TOKEN or NAME TOKEN lines (openssl rand -base64 32 prints a token)", path)
+				return c.Errf("api: token_file: %s holds a token of 0 characters, expected at least %d (TOKEN or NAME TOKEN lines; openssl rand -base64 32 prints a token)", path, operator.MinTokenLen)
 			}
 			names := map[string]bool{}
 			for _, t := range toks {

@@ -321,6 +321,11 @@ func (n *Node) do(ctx context.Context, req Request) (*State, error) {
 		rep := n.lead(req)
 		return rep.State, rep.err()
 	}
+	for _, v := range n.cfg.Voters { // the address this member's configuration gives it
+		if v.ID == string(id) {
+			addr = raft.ServerAddress(v.Addr)
+		}
+	}
 	c, err := n.mux.dial(string(addr), kindForward, dialTimeout)
 	if err != nil {
 		return nil, n.noQuorum(fmt.Sprintf("its leader %s (%s) does not answer: %v", id, addr, err))
