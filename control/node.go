@@ -67,6 +67,7 @@ type reply struct {
 	Refused bool   `json:"refused,omitempty"`
 	Quorum  bool   `json:"quorum,omitempty"` // the leader lost its majority
 	State   *State `json:"state,omitempty"`
+	Index   uint64 `json:"index,omitempty"` // the raft index the change was applied at
 }
 
 // ErrNoQuorum matches errors of changes refused because this member reaches no
@@ -346,7 +347,29 @@ func (n *Node) do(ctx context.Context, req Request) (*State, error) {
 	if rep.Quorum {
 		return nil, n.noQuorum(rep.Err)
 	}
+	n.awaitApplied(ctx, rep.Index)
 	return rep.State, rep.err()
+}
+
+// awaitApplied waits (up to a second) until this member has applied index, so
+// that its own DNS answers show a change once the API has said it is applied.
+func (n *Node) awaitApplied(ctx context.Context, index uint64) {
+	if index == 0 || n.raft.AppliedIndex() >= index {
+		return
+	}
+	t := time.NewTimer(time.Second)
+	defer t.Stop()
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for n.raft.AppliedIndex() < index {
+		select {
+		case <-t.C:
+			return
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 // electionWait is how long a change waits for a leader when none is known: an
@@ -416,11 +439,11 @@ func (n *Node) lead(req Request) reply {
 	if resp, ok := f.Response().(error); ok && resp != nil {
 		var ref *Refusal
 		if errors.As(resp, &ref) {
-			return reply{Err: ref.Reason, Rule: ref.Rule, Refused: true}
+			return reply{Err: ref.Reason, Rule: ref.Rule, Refused: true, Index: f.Index()}
 		}
-		return reply{Err: resp.Error()}
+		return reply{Err: resp.Error(), Index: f.Index()}
 	}
-	return reply{}
+	return reply{Index: f.Index()}
 }
 
 // serveForward answers one forwarded request on c.
