@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // freeAddr returns a loopback address with a port free now.
@@ -229,5 +230,36 @@ func TestControlPortRefusesConnectionsWithoutTheKey(t *testing.T) {
 	}
 	if !nodes[0].State().On("east") {
 		t.Fatal("a connection with the wrong key changed the state")
+	}
+}
+
+func TestMetricsFollowTheState(t *testing.T) {
+	cfg := Config{Name: "solo", Bind: freeAddr(t), Dir: t.TempDir()}
+	n := openNode(t, cfg)
+	waitFor(t, 10*time.Second, "the single voter leads", func() bool { return hasLeader(n) })
+	refusedBefore := testutil.ToFloat64(refusalsTotal.WithLabelValues("one-region"))
+	changesBefore := testutil.ToFloat64(changesTotal)
+	ctx := context.Background()
+	if err := n.Change(ctx, Request{Set: map[string]bool{"east": false}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Change(ctx, Request{Set: map[string]bool{"west": false}}); err == nil {
+		t.Fatal("west off as well was applied")
+	}
+	if v := testutil.ToFloat64(controlOn.WithLabelValues("east")); v != 0 {
+		t.Errorf("control_on{control=east} = %v, want 0", v)
+	}
+	if v := testutil.ToFloat64(controlOn.WithLabelValues("west")); v != 1 {
+		t.Errorf("control_on{control=west} = %v, want 1", v)
+	}
+	if d := testutil.ToFloat64(changesTotal) - changesBefore; d != 1 {
+		t.Errorf("control_changes_total grew by %v, want 1", d)
+	}
+	if d := testutil.ToFloat64(refusalsTotal.WithLabelValues("one-region")) - refusedBefore; d != 1 {
+		t.Errorf("control_refusals_total{reason=one-region} grew by %v, want 1", d)
+	}
+	st := n.Status()
+	if st.State != raft.Leader.String() || !st.CanChange || st.Term == 0 {
+		t.Errorf("status %+v, want the leader, able to change, in a term", st)
 	}
 }

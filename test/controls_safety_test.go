@@ -1,6 +1,7 @@
 package test
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -52,5 +53,11 @@ func TestControlsSafetyRuleUnderConcurrentChanges(t *testing.T) {
 	v, err := f.view(2, "?consistent=1&audit=3")
 	if err != nil || len(v.Audit) != 3 || v.Audit[1].Refused == "" && v.Audit[2].Refused == "" || v.Audit[0].Token != "ops" {
 		t.Errorf("the audit's last 3 entries %+v (%v), want the batch by ops first and a refusal among the two before", v.Audit, err)
+	}
+	code, page := httpDo(t, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/?refresh=0", f.ms[0].api), "", "")
+	for _, want := range []string{"Routing controls", "one-region", "at least 1 of {east, west} on", "refused by rule one-region", "next round"} {
+		if code != http.StatusOK || !strings.Contains(page, want) {
+			t.Errorf("the status page (%d) lacks %q", code, want)
+		}
 	}
 }
