@@ -124,8 +124,11 @@ func (f *ctlFleet) kill(i int) {
 	if err := p.Kill(); err != nil {
 		f.t.Fatal(err)
 	}
-	waitUntil(f.t, 5*time.Second, f.ms[i].name+" exits", func() bool { return syscall.Kill(p.Pid, 0) != nil }, func() string { return "" })
+	waitUntil(f.t, 5*time.Second, f.ms[i].name+" exits", func() bool { return processGone(p.Pid) }, func() string { return "" })
 }
+
+// processGone reports whether process pid has exited and been reaped.
+func processGone(pid int) bool { return syscall.Kill(pid, 0) != nil }
 
 // answer is member i's first A record for www.example.org.
 func (f *ctlFleet) answer(i int) string {
