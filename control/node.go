@@ -126,7 +126,15 @@ func checkIdentity(cfg Config) error {
 	path := filepath.Join(cfg.Dir, identityFile)
 	b, err := os.ReadFile(path)
 	if os.IsNotExist(err) {
-		if entries, _ := os.ReadDir(cfg.Dir); len(entries) > 0 {
+		entries, _ := os.ReadDir(cfg.Dir)
+		entries = slices.DeleteFunc(entries, func(e os.DirEntry) bool { // what openDir made itself
+			if e.Name() == "wal" {
+				inWAL, _ := os.ReadDir(filepath.Join(cfg.Dir, "wal"))
+				return len(inWAL) == 0
+			}
+			return e.Name() == "lock"
+		})
+		if len(entries) > 0 {
 			return fmt.Errorf("data directory %s holds files but no %s: not a healthroute control directory, or a damaged one (move it away to start empty)", cfg.Dir, identityFile)
 		}
 		b, _ = json.Marshal(want)
@@ -166,41 +174,12 @@ func Open(cfg Config, onChange func(*State)) (*Node, error) {
 	if !slices.ContainsFunc(cfg.Voters, func(s Server) bool { return s.ID == cfg.Name }) {
 		cfg.Voters = append(cfg.Voters, Server{ID: cfg.Name, Addr: cfg.Bind})
 	}
-	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
-		return nil, fmt.Errorf("data directory: %v", err)
-	}
-	if err := checkIdentity(cfg); err != nil {
-		return nil, err
-	}
-	f, err := loadFSM(cfg.Dir)
-	if err != nil {
-		return nil, err
-	}
 	logger := hclog.New(&hclog.LoggerOptions{Name: "healthroute control", Level: hclog.Warn, Output: os.Stderr})
-	if err := os.MkdirAll(filepath.Join(cfg.Dir, "wal"), 0o700); err != nil {
-		return nil, fmt.Errorf("data directory: %v", err)
-	}
-	lock, err := lockDir(cfg.Dir)
+	f, ds, err := openDir(cfg, logger)
 	if err != nil {
 		return nil, err
 	}
-	meta := &metadb.BoltMetaDB{}
-	store, err := wal.Open(filepath.Join(cfg.Dir, "wal"), wal.WithLogger(logger), wal.WithMetaStore(meta))
-	if err != nil {
-		meta.Close()
-		lock.Close()
-		return nil, fmt.Errorf("raft log in %s: %v", filepath.Join(cfg.Dir, "wal"), err)
-	}
-	closeStore := func() {
-		store.Close()
-		meta.Close() // the WAL leaves its meta database open
-		lock.Close()
-	}
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(filepath.Join(cfg.Dir, "snapshots"), 2, logger)
-	if err != nil {
-		closeStore()
-		return nil, fmt.Errorf("snapshots in %s: %v", cfg.Dir, err)
-	}
+	store, snaps, closeStore := ds.store, ds.snaps, ds.close
 	n := &Node{cfg: cfg, fsm: f, closeStore: closeStore}
 	n.policy.Store(&Policy{})
 	if cfg.Bind == "" { // a single voter without a control port
@@ -253,6 +232,53 @@ func Open(cfg Config, onChange func(*State)) (*Node, error) {
 	n.raft = r
 	current.Store(n)
 	return n, nil
+}
+
+// dataDir is an open data directory: its raft log and snapshot stores, and how to
+// close them and release the directory's lock.
+type dataDir struct {
+	store *wal.WAL
+	snaps raft.SnapshotStore
+	close func()
+}
+
+// openDir locks cfg.Dir (creating it when missing), checks it is this fleet's and
+// this member's, loads the state last applied and opens the raft log and snapshots.
+func openDir(cfg Config, logger hclog.Logger) (*fsm, *dataDir, error) {
+	if err := os.MkdirAll(filepath.Join(cfg.Dir, "wal"), 0o700); err != nil {
+		return nil, nil, fmt.Errorf("data directory: %v", err)
+	}
+	lock, err := lockDir(cfg.Dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	fail := func(err error) (*fsm, *dataDir, error) {
+		lock.Close()
+		return nil, nil, err
+	}
+	if err := checkIdentity(cfg); err != nil {
+		return fail(err)
+	}
+	f, err := loadFSM(cfg.Dir)
+	if err != nil {
+		return fail(err)
+	}
+	meta := &metadb.BoltMetaDB{}
+	store, err := wal.Open(filepath.Join(cfg.Dir, "wal"), wal.WithLogger(logger), wal.WithMetaStore(meta))
+	if err != nil {
+		meta.Close()
+		return fail(fmt.Errorf("raft log in %s: %v", filepath.Join(cfg.Dir, "wal"), err))
+	}
+	d := &dataDir{store: store, close: func() {
+		store.Close()
+		meta.Close() // the WAL leaves its meta database open
+		lock.Close()
+	}}
+	if d.snaps, err = raft.NewFileSnapshotStoreWithLogger(filepath.Join(cfg.Dir, "snapshots"), 2, logger); err != nil {
+		d.close()
+		return nil, nil, fmt.Errorf("snapshots in %s: %v", cfg.Dir, err)
+	}
+	return f, d, nil
 }
 
 // Name returns this member's name.

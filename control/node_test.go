@@ -193,7 +193,18 @@ func TestConcurrentChangesNeverBreakTheRule(t *testing.T) {
 func TestDataDirectoryOfAnotherFleetOrDamaged(t *testing.T) {
 	dir := t.TempDir()
 	cfg := Config{Name: "solo", Bind: freeAddr(t), Dir: dir, Key: []byte("0123456789abcdef")}
-	openNode(t, cfg).Close()
+	first := openNode(t, cfg)
+	second := cfg
+	second.Bind = freeAddr(t)
+	if _, err := Open(second, nil); err == nil || !strings.Contains(err.Error(), "in use by another process") {
+		t.Errorf("a directory held by a running node: %v", err)
+	}
+	first.Close()
+	renamed := cfg
+	renamed.Name = "other"
+	if _, err := Open(renamed, nil); err == nil || !strings.Contains(err.Error(), "belongs to member solo, this member is other") {
+		t.Errorf("another member's directory: %v", err)
+	}
 	other := cfg
 	other.Key = []byte("fedcba9876543210")
 	if _, err := Open(other, nil); err == nil || !strings.Contains(err.Error(), "belongs to another fleet") {
@@ -204,6 +215,13 @@ func TestDataDirectoryOfAnotherFleetOrDamaged(t *testing.T) {
 	}
 	if _, err := Open(cfg, nil); err == nil || !strings.Contains(err.Error(), "is corrupt") {
 		t.Errorf("corrupt state file: %v", err)
+	}
+	os.Remove(filepath.Join(dir, stateFile))
+	if err := os.WriteFile(filepath.Join(dir, "wal", "wal-meta.db"), []byte("not a bolt database, long enough to be read as one page"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(cfg, nil); err == nil || !strings.Contains(err.Error(), "raft log in") {
+		t.Errorf("corrupt raft log: %v", err)
 	}
 	foreign := t.TempDir()
 	os.WriteFile(filepath.Join(foreign, "notes.txt"), []byte("x"), 0o600)
