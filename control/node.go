@@ -370,9 +370,6 @@ func (n *Node) do(ctx context.Context, req Request) (*State, error) {
 	if err := json.NewDecoder(c).Decode(&rep); err != nil {
 		return nil, fmt.Errorf("the leader %s did not reply (%v): the change may or may not have been applied; read the state before retrying", id, err)
 	}
-	if rep.Quorum {
-		return nil, n.noQuorum(rep.Err)
-	}
 	n.awaitApplied(ctx, rep.Index)
 	return rep.State, rep.err()
 }
@@ -496,12 +493,11 @@ func (n *Node) noQuorum(why string) error {
 	for _, s := range n.cfg.Voters {
 		names = append(names, s.ID)
 	}
-	st := n.Status()
-	contact := "never"
-	if st.LastContact > 0 {
-		contact = st.LastContact.Round(time.Millisecond).String() + " ago"
+	contact := ""
+	if lc := n.Status().LastContact; lc > 0 {
+		contact = " (last contact with a leader: " + lc.Round(time.Millisecond).String() + " ago)"
 	}
-	return &QuorumError{Msg: fmt.Sprintf("refused: no quorum: a change needs %d of the %d voters (%s) and %s (last contact with a leader: %s); this member keeps answering from the state it has",
+	return &QuorumError{Msg: fmt.Sprintf("refused: no quorum: a change needs %d of the %d voters (%s) and %s%s; this member keeps answering from the state it has",
 		len(names)/2+1, len(names), strings.Join(names, ", "), why, contact)}
 }
 
