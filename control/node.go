@@ -65,7 +65,8 @@ type reply struct {
 	Err     string `json:"error,omitempty"`
 	Rule    string `json:"rule,omitempty"`
 	Refused bool   `json:"refused,omitempty"`
-	Quorum  bool   `json:"quorum,omitempty"` // the leader lost its majority
+	Quorum  bool   `json:"quorum,omitempty"`  // the leader lost its majority
+	Unknown bool   `json:"unknown,omitempty"` // ... after the change was proposed
 	State   *State `json:"state,omitempty"`
 	Index   uint64 `json:"index,omitempty"` // the raft index the change was applied at
 }
@@ -74,8 +75,13 @@ type reply struct {
 // majority of the voters.
 var ErrNoQuorum = errors.New("no quorum")
 
-// QuorumError is a change refused for want of a majority.
-type QuorumError struct{ Msg string }
+// QuorumError is a change refused for want of a majority. Unknown is set when the
+// change had been proposed when the leader lost its majority: it may still apply
+// if that leader regains it; otherwise it was never proposed and has no effect.
+type QuorumError struct {
+	Msg     string
+	Unknown bool
+}
 
 func (e *QuorumError) Error() string        { return e.Msg }
 func (e *QuorumError) Is(target error) bool { return target == ErrNoQuorum }
@@ -364,7 +370,9 @@ func (n *Node) do(ctx context.Context, req Request) (*State, error) {
 	}
 	c.SetDeadline(deadline)
 	if err := json.NewEncoder(c).Encode(req); err != nil {
-		return nil, n.noQuorum(fmt.Sprintf("its leader %s (%s) does not answer: %v", id, addr, err))
+		qe := n.noQuorum(fmt.Sprintf("its leader %s (%s) does not answer: %v", id, addr, err)).(*QuorumError)
+		qe.Unknown = true // part of it may have reached the leader
+		return nil, qe
 	}
 	var rep reply
 	if err := json.NewDecoder(c).Decode(&rep); err != nil {
@@ -429,7 +437,7 @@ func (r reply) err() error {
 	case r.Refused:
 		return &Refusal{Rule: r.Rule, Reason: r.Err}
 	case r.Quorum:
-		return &QuorumError{Msg: r.Err}
+		return &QuorumError{Msg: r.Err, Unknown: r.Unknown}
 	}
 	return errors.New(r.Err)
 }
@@ -455,7 +463,12 @@ func (n *Node) lead(req Request) reply {
 	f := n.raft.Apply(b, applyTimeout)
 	if err := f.Error(); err != nil {
 		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrEnqueueTimeout) {
-			return reply{Err: n.noQuorum("the leader lost its majority before the change committed (it may still commit if the leader regains it): " + err.Error()).Error(), Quorum: true}
+			unknown := errors.Is(err, raft.ErrLeadershipLost) // proposed; ErrNotLeader and ErrEnqueueTimeout: never appended
+			why := "this member's leader lost its leadership before the change was proposed: "
+			if unknown {
+				why = "the leader lost its majority before the change committed (it may still commit if that leader regains it): "
+			}
+			return reply{Err: n.noQuorum(why + err.Error()).Error(), Quorum: true, Unknown: unknown}
 		}
 		return reply{Err: err.Error()}
 	}

@@ -286,9 +286,14 @@ func changeError(w http.ResponseWriter, err error) {
 		}
 		writeJSON(w, code, map[string]string{"error": err.Error(), "rule": ref.Rule})
 	case errors.Is(err, control.ErrNoQuorum):
+		var qe *control.QuorumError
+		outcome := "not applied"
+		if errors.As(err, &qe) && qe.Unknown {
+			outcome = "unknown"
+		}
 		w.Header().Set("Retry-After", "1")
-		apiError(w, http.StatusServiceUnavailable, err.Error())
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error(), "outcome": outcome})
 	default:
-		apiError(w, http.StatusInternalServerError, err.Error())
+		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error(), "outcome": "unknown"})
 	}
 }

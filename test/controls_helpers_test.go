@@ -185,6 +185,7 @@ type ctlView struct {
 	} `json:"controls"`
 	Audit []struct {
 		Token, Member, Refused, Rule string
+		BreakGlass                   []string `json:"break_glass"`
 	} `json:"audit"`
 }
 

@@ -89,4 +89,17 @@ func TestControlsSingleInstanceReloadAndRestart(t *testing.T) {
 	if got := firstA(srv.Query(t, "www.example.org", dns.TypeA)); got != ctlSecondary {
 		t.Fatalf("after a SIGKILL and restart: %s, want the secondary (east still off)", got)
 	}
+
+	// Break-glass: west off past one-region, logged as such.
+	waitUntil(t, 10*time.Second, "west off with break-glass applies", func() bool {
+		code, body = httpDo(t, http.MethodPost, base+"/v1/controls", ctlToken, `{"set": {"west": "off"}, "reason": "both regions down", "break_glass": ["one-region"]}`)
+		return code == http.StatusOK
+	}, func() string { return body })
+	getJSON(t, base+"/v1/controls", &v)
+	if v.on("west") || len(v.Audit) == 0 || len(v.Audit[0].BreakGlass) != 1 || v.Audit[0].BreakGlass[0] != "one-region" {
+		t.Fatalf("after break-glass: %+v, want west off and the audit naming the rule bypassed", v)
+	}
+	if !strings.Contains(srv.Output(), "applied with break_glass one-region") {
+		t.Errorf("the break-glass change is not logged as such:\n%s", srv.Output())
+	}
 }
