@@ -132,7 +132,14 @@ func processGone(pid int) bool { return syscall.Kill(pid, 0) != nil }
 
 // answer is member i's first A record for www.example.org.
 func (f *ctlFleet) answer(i int) string {
-	r := f.ms[i].srv.Query(f.t, "www.example.org", dns.TypeA)
+	f.t.Helper()
+	m := new(dns.Msg)
+	m.SetQuestion("www.example.org.", dns.TypeA)
+	c := &dns.Client{Timeout: 2 * time.Second}
+	r, _, err := c.Exchange(m, f.ms[i].srv.Addr)
+	if err != nil {
+		f.t.Fatalf("%s: query www.example.org A: %v\nits output:\n%s", f.ms[i].name, err, f.ms[i].srv.Output())
+	}
 	for _, rr := range r.Answer {
 		if a, ok := rr.(*dns.A); ok {
 			return a.A.String()
