@@ -74,3 +74,7 @@ func refusalRule(err error) string {
 	}
 	return "invalid"
 }
+
+// CountInvalid counts a change refused before it reached the leader because it
+// named an unknown control, check or rule (the API checks those first).
+func CountInvalid() { refusalsTotal.WithLabelValues("invalid").Inc() }

@@ -262,6 +262,7 @@ func (s *server) change(w http.ResponseWriter, r *http.Request, cs *ControlSet, 
 // refusedLocally logs a change refused before it reached the leader (it is not
 // in the replicated audit, which only the leader's order decides).
 func (s *server) refusedLocally(req control.Request, why string) {
+	control.CountInvalid()
 	log.Infof("control: change %s by token %s via %s refused: %s", describe(req), req.Token, req.Member, why)
 }
 
