@@ -170,3 +170,40 @@ func TestControlsRuleBrokenAtStartup(t *testing.T) {
 		t.Errorf("a refused block left its node or subscription running")
 	}
 }
+
+// TestControlCheckInvert: a control's switch decides its check, and invert flips
+// it (unlike an override of another check, which invert does not touch).
+func TestControlCheckInvert(t *testing.T) {
+	r, _ := testResolver(t, `healthroute {
+	check east control
+	check drained control {
+		invert
+	}
+	record a.example.org. failover {
+		primary A 192.0.2.1 check east
+		secondary A 198.51.100.1
+	}
+	record b.example.org. failover {
+		primary A 192.0.2.2 check drained
+		secondary A 198.51.100.2
+	}
+}`)
+	for _, tc := range []struct {
+		over         map[string]bool
+		wantA, wantB string
+	}{
+		{nil, "192.0.2.1", "198.51.100.2"}, // never set: on; drained inverted: unhealthy
+		{map[string]bool{"east": false, "drained": false}, "198.51.100.1", "192.0.2.2"},
+		{map[string]bool{"east": true, "drained": true}, "192.0.2.1", "198.51.100.2"},
+	} {
+		r.SetOverrides(tc.over)
+		if a, b := values(r, "a.example.org.", dns.TypeA), values(r, "b.example.org.", dns.TypeA); a != tc.wantA || b != tc.wantB {
+			t.Errorf("switches %v: a %s b %s, want %s %s", tc.over, a, b, tc.wantA, tc.wantB)
+		}
+	}
+	for _, c := range r.Checks() {
+		if c.Override != nil {
+			t.Errorf("check %s shows its switch as an operator override", c.Name)
+		}
+	}
+}

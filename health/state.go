@@ -136,12 +136,19 @@ func (s *Snapshot) Healthy(spec *Spec) bool {
 //     of the reachable checkers' reports (decided before s was published); a check
 //     s does not know yet is healthy;
 //  5. Invert flips the outcome of 2-4 (never an override).
+//
+// A control check is a switch whose state is the entry of its name in over (on,
+// healthy, when it has none), and Invert flips it too.
 func (s *Snapshot) Judge(spec *Spec, over map[string]bool) bool {
+	if spec.Type == Control {
+		v, ok := over[spec.Name]
+		return (!ok || v) != spec.Invert
+	}
 	if v, ok := over[spec.Name]; ok {
 		return v
 	}
 	switch {
-	case spec.Disabled, spec.Type == Control: // a control not set is on
+	case spec.Disabled:
 		return !spec.Invert
 	case spec.Type == Calculated:
 		n := 0

@@ -44,8 +44,9 @@ func (o *Operator) controls() *ControlSet {
 	return o.ctl
 }
 
-// SetReplicated applies a replicated state: each control as its check's status,
-// then the replicated overrides, in every block that has the check. The raft node
+// SetReplicated applies a replicated state: each control that is off, and the
+// replicated overrides, by check name, in every block that has the check (a
+// control check reads its entry as its switch; see health.Snapshot.Judge). The raft node
 // calls it after every change it applies.
 func (o *Operator) SetReplicated(st *control.State) {
 	o.mu.Lock()
@@ -53,10 +54,10 @@ func (o *Operator) SetReplicated(st *control.State) {
 	o.state = st
 	var over map[string]bool
 	if st != nil && o.ctl != nil {
-		over = maps.Clone(st.Overrides)
+		over = maps.Clone(st.Overrides) // an override of a control's check sets the switch
 		for _, c := range o.ctl.Controls {
-			if _, forced := over[c]; !forced {
-				over[c] = st.On(c)
+			if _, forced := over[c]; !forced && !st.On(c) {
+				over[c] = false
 			}
 		}
 	}
