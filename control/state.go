@@ -145,6 +145,9 @@ func (s *State) decide(cmd *Command) (bypassed []string, ref *Refusal) {
 		if !slices.Contains(cmd.Checks, c) {
 			return nil, &Refusal{Reason: fmt.Sprintf("unknown check '%s'", c)}
 		}
+		if slices.Contains(cmd.Controls, c) { // an override would pass the safety rules by
+			return nil, &Refusal{Reason: fmt.Sprintf("check %s is a routing control: set it on or off, under the safety rules, not by an override", c)}
+		}
 	}
 	for _, b := range cmd.BreakGlass {
 		if !slices.ContainsFunc(cmd.Rules, func(r Rule) bool { return r.Name == b }) {

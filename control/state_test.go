@@ -130,6 +130,12 @@ func TestUnknownControlAndCheckRefused(t *testing.T) {
 	if err := s.Apply(2, c); err == nil || !strings.Contains(err.Error(), "unknown check 'db'") {
 		t.Errorf("unknown check: %v", err)
 	}
+	c = cmdAt(t0, nil)
+	c.Checks = []string{"web", "east"}
+	c.Override = map[string]string{"east": Unhealthy}
+	if err := s.Apply(3, c); err == nil || !strings.Contains(err.Error(), "check east is a routing control") {
+		t.Errorf("an override of a control: %v", err)
+	}
 	if len(s.Controls) != 0 || len(s.Overrides) != 0 {
 		t.Errorf("refused changes left %v %v", s.Controls, s.Overrides)
 	}

@@ -239,6 +239,11 @@ func (s *server) change(w http.ResponseWriter, r *http.Request, cs *ControlSet, 
 		}
 	}
 	for c := range req.Override {
+		if slices.Contains(cs.Controls, c) {
+			s.refusedLocally(req, fmt.Sprintf("override of control '%s'", c))
+			apiError(w, http.StatusConflict, fmt.Sprintf("check %s is a routing control: set it with POST /v1/controls/%s (on or off, under the safety rules), not by an override; nothing was changed", c, c))
+			return
+		}
 		if !s.op.hasCheck(s.scope, c) {
 			s.refusedLocally(req, fmt.Sprintf("unknown check '%s'", c))
 			apiError(w, http.StatusNotFound, fmt.Sprintf("no check named %q in the server blocks of this api; nothing was changed", c))

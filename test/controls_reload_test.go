@@ -65,6 +65,10 @@ func TestControlsSingleInstanceReloadAndRestart(t *testing.T) {
 	if code != http.StatusNotFound || !strings.Contains(body, "unknown control 'north'") {
 		t.Fatalf("a batch naming an unknown control: %d %s", code, body)
 	}
+	code, body = httpDo(t, http.MethodPost, base+"/v1/checks/west/override", ctlToken, "unhealthy")
+	if code != http.StatusConflict || !strings.Contains(body, "check west is a routing control") {
+		t.Fatalf("an override of a control's check: %d %s, want it refused", code, body)
+	}
 	var v ctlView
 	getJSON(t, base+"/v1/controls", &v)
 	if !v.on("west") || v.on("east") || v.Audit[0].Token != "alice" {
@@ -81,7 +85,7 @@ func TestControlsSingleInstanceReloadAndRestart(t *testing.T) {
 		{"control_on", map[string]string{"control": "east"}, 0},
 		{"control_on", map[string]string{"control": "west"}, 1},
 		{"control_changes_total", nil, 1},
-		{"control_refusals_total", map[string]string{"reason": "invalid"}, 1}, // the batch naming north
+		{"control_refusals_total", map[string]string{"reason": "invalid"}, 2}, // the batch naming north, the override of west
 		{"control_raft_leader", nil, 1},
 		{"control_can_change", nil, 1},
 		{"check_healthy", map[string]string{"check": "east"}, 0},
