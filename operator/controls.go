@@ -54,9 +54,9 @@ func (o *Operator) SetReplicated(st *control.State) {
 	o.state = st
 	var over map[string]bool
 	if st != nil && o.ctl != nil {
-		over = maps.Clone(st.Overrides) // an override of a control's check sets the switch
+		over = maps.Clone(st.Overrides) // never of a control: the state machine refuses those
 		for _, c := range o.ctl.Controls {
-			if _, forced := over[c]; !forced && !st.On(c) {
+			if !st.On(c) {
 				over[c] = false
 			}
 		}
