@@ -97,12 +97,14 @@ type Config struct {
 	Checks       map[string]*health.Spec // by name
 	Records      []*RecordSet            // in Corefile order
 	MaxInFlight  int
-	MaxFileSize  int64          // size limit of the route53 and latency_table files; 0: watch.DefaultLimit
-	Fleet        *fleet.Config  // nil: this instance judges alone
-	SOA          SOAConfig      // the zones' SOA fields
-	NS           []string       // the zones' apex NS names, normalized; nil: no apex NS
-	Route53      *route53Config // nil: no route53 property
-	AZ           *azConfig      // location, client_location and az_location lines; nil: none
+	MaxFileSize  int64           // size limit of the route53 and latency_table files; 0: watch.DefaultLimit
+	Fleet        *fleet.Config   // nil: this instance judges alone
+	SOA          SOAConfig       // the zones' SOA fields
+	NS           []string        // the zones' apex NS names, normalized; nil: no apex NS
+	Route53      *route53Config  // nil: no route53 property
+	AZ           *azConfig       // location, client_location and az_location lines; nil: none
+	Controls     *ControlsConfig // nil: no routing controls
+	controlsDir  string          // the default data directory, from the server's root
 
 	series [2]int32 // how many answer series the records have, by kind (numberSeries)
 	// memberSeries is each member's answers_total series, from RecordSet.first on:

@@ -269,6 +269,9 @@ func (h *HealthRoute) Ready() bool { return h.resolver.Ready() }
 // OnStartup acquires the process-wide scheduler, starts this block's checks and
 // subscribes the resolver to health snapshots.
 func (h *HealthRoute) OnStartup() error {
+	if err := h.reg.acquireControls(h.cfg); err != nil {
+		return plugin.Error(pluginName, err)
+	}
 	sched := h.reg.acquire(h.cfg)
 	specs := h.specs()
 	sched.Acquire(specs)
@@ -284,6 +287,7 @@ func (h *HealthRoute) OnStartup() error {
 			h.dropCheckSeries()
 			sched.Release(specs)
 			h.reg.release(h.cfg)
+			h.reg.releaseControls(h.cfg)
 			return plugin.Error(pluginName, fmt.Errorf("%s:%d - api %s: %w", a.at.file, a.at.line, a.Addr, err))
 		}
 	}
@@ -335,6 +339,7 @@ func (h *HealthRoute) OnShutdown() error {
 	}
 	h.reg.scheduler().Release(h.specs())
 	h.reg.release(h.cfg)
+	h.reg.releaseControls(h.cfg)
 	return nil
 }
 

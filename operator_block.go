@@ -20,7 +20,7 @@ func (r *Resolver) Checks() []view.Check {
 	for name, spec := range r.cfg.Checks {
 		v := view.Check{Name: name, Type: spec.Type.String(), Target: spec.Target, Healthy: t.healthy(spec),
 			Invert: spec.Invert, Disabled: spec.Disabled, Seen: t.snap.Seen(spec)}
-		if o, ok := t.over[name]; ok {
+		if o, ok := t.over[name]; ok && spec.Type != health.Control { // a control's state is its switch, not an override
 			v.Override = &o
 		}
 		for _, c := range spec.Children {

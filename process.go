@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	"github.com/healthroute/healthroute/control"
 	"github.com/healthroute/healthroute/health"
 	"github.com/healthroute/healthroute/health/fleet"
 	"github.com/healthroute/healthroute/operator"
@@ -21,6 +22,12 @@ type registry struct {
 	sched *health.Scheduler
 	op    operator.Operator // blocks, overrides and API listeners
 	fl    *fleet.Fleet      // nil without a fleet
+
+	// The replicated control state, opened by the first block with routing
+	// controls (ctlCfgs: those blocks, in acquire order) and kept across reloads.
+	node    *control.Node
+	nodeCfg control.Config
+	ctlCfgs []*Config
 
 	// A reload starts the new instance's blocks before it knows it will succeed;
 	// when a later block (ours or another plugin's) fails to start, caddy discards
@@ -61,6 +68,7 @@ func (r *registry) acquire(cfg *Config) *health.Scheduler {
 	}
 	r.cfgs[cfg]++
 	r.sched.SetMaxInFlight(r.maxProbesLocked())
+	r.refreshControlsLocked()
 	return r.sched
 }
 
@@ -114,6 +122,7 @@ func (r *registry) release(cfg *Config) {
 	if r.sched != nil {
 		r.sched.SetMaxInFlight(r.maxProbesLocked())
 	}
+	r.refreshControlsLocked()
 	if r.refs--; r.refs == 0 {
 		r.sched.Stop()
 		r.sched = nil

@@ -58,6 +58,8 @@ func parse(c *caddy.Controller) (*Config, error) {
 	cfg.Zones = plugin.OriginsFromArgsOrServerBlock(c.RemainingArgs(), c.ServerBlockKeys)
 	var children map[*health.Spec][]childRef // calculated checks, resolved after the block
 	var tablePos pos                         // where latency_table was given
+	checkPos := map[string]pos{}             // where each control check was given
+	cfg.controlsDir = rootPath(c, DefaultControlsDir)
 	opts := seen{}
 	err := block(c, func(key string, args []string) error {
 		switch key {
@@ -125,7 +127,15 @@ func parse(c *caddy.Controller) (*Config, error) {
 				return err
 			}
 			return parseRoute53(c, cfg, args)
+		case "controls":
+			if err := opts.once(c, "", key); err != nil {
+				return err
+			}
+			return parseControls(c, cfg, args)
 		case "region", "check", "record":
+			if key == "check" && len(args) > 0 {
+				checkPos[args[0]] = pos{c.File(), c.Line()}
+			}
 			return parseZoneLine(c, cfg, key, args, &children)
 		case "location", "client_location", "az_location":
 			return parseAZLine(c, cfg, key, args)
@@ -149,6 +159,9 @@ func parse(c *caddy.Controller) (*Config, error) {
 		}
 	}
 	if err := resolveChildren(cfg, children); err != nil {
+		return nil, err
+	}
+	if err := finishControls(cfg, checkPos); err != nil {
 		return nil, err
 	}
 	for _, s := range cfg.Checks {
@@ -229,12 +242,22 @@ func parseAPI(c *caddy.Controller, args []string) (*APIConfig, error) {
 				return err
 			}
 			path := rootPath(c, f)
-			tok, err := operator.ReadToken(path)
+			toks, err := operator.ReadTokens(path)
 			if err != nil {
 				return c.Errf("api: token_file: %v", err)
 			}
-			if n := len(tok); n < operator.MinTokenLen {
-				return c.Errf("api: token_file: %s holds a token of %d characters, expected at least %d (openssl rand -base64 32 prints one)", path, n, operator.MinTokenLen)
+			if len(toks) == 0 {
+				return c.Errf("api: token_file: %s holds a token of 0 characters, expected at least %d (TOKEN or NAME TOKEN lines; openssl rand -base64 32 prints a token)", path, operator.MinTokenLen)
+			}
+			names := map[string]bool{}
+			for _, t := range toks {
+				if n := len(t.Value); n < operator.MinTokenLen {
+					return c.Errf("api: token_file: %s holds a token of %d characters, expected at least %d (openssl rand -base64 32 prints one)", path, n, operator.MinTokenLen)
+				}
+				if names[t.Name] {
+					return c.Errf("api: token_file: %s names two tokens %s, expected each name once", path, t.Name)
+				}
+				names[t.Name] = true
 			}
 			a.TokenFile = path
 		default:
@@ -313,7 +336,7 @@ func parseCheck(c *caddy.Controller, cfg *Config, args []string) (*health.Spec, 
 	}
 	typ, ok := health.ParseType(args[1])
 	if !ok {
-		return nil, nil, c.Errf("check %s: unknown type '%s', expected http, https, tcp, websocket, grpc, calculated or prometheus", name, args[1])
+		return nil, nil, c.Errf("check %s: unknown type '%s', expected http, https, tcp, websocket, grpc, calculated, prometheus or control", name, args[1])
 	}
 	s := &health.Spec{Name: name, Type: typ, Interval: health.DefaultInterval, Fails: health.DefaultFails}
 	if typ == health.Prometheus {
@@ -330,6 +353,10 @@ func parseCheck(c *caddy.Controller, cfg *Config, args []string) (*health.Spec, 
 			kids = append(kids, childRef{k, here})
 		}
 		s.Threshold = len(kids)
+	case health.Control:
+		if len(args) != 2 {
+			return nil, nil, c.Errf("check %s: a control takes no target, expected 'check %s control'", name, name)
+		}
 	default:
 		if len(args) != 3 {
 			return nil, nil, c.ArgErr()
@@ -346,6 +373,9 @@ func parseCheck(c *caddy.Controller, cfg *Config, args []string) (*health.Spec, 
 		types, known := checkOptions[key]
 		if !known {
 			return c.Errf("check %s: unknown property '%s'", name, key)
+		}
+		if typ == health.Control && key != "invert" {
+			return c.Errf("check %s: %s does not apply to control checks (only invert does)", name, key)
 		}
 		if types != nil && !slices.Contains(types, typ) {
 			return c.Errf("check %s: %s applies to %s checks only, not %s", name, key, typeList(types), typ)

@@ -24,10 +24,14 @@ const (
 	GRPC
 	Calculated
 	Prometheus
+	// Control is a routing control: an operator's on/off switch (on: healthy),
+	// never probed; its state comes from the replicated control state, as an
+	// override of the check.
+	Control
 )
 
 var typeNames = [...]string{HTTP: "http", HTTPS: "https", TCP: "tcp", WebSocket: "websocket",
-	GRPC: "grpc", Calculated: "calculated", Prometheus: "prometheus"}
+	GRPC: "grpc", Calculated: "calculated", Prometheus: "prometheus", Control: "control"}
 
 // String returns the Corefile spelling of t.
 func (t Type) String() string {
@@ -115,9 +119,9 @@ func (s *Spec) Seal() {
 	s.fp = s.fingerprint()
 }
 
-// Probed reports whether the scheduler runs probes for s. Disabled and calculated
-// checks have no probes of their own.
-func (s *Spec) Probed() bool { return !s.Disabled && s.Type != Calculated }
+// Probed reports whether the scheduler runs probes for s. Disabled, calculated and
+// control checks have no probes of their own.
+func (s *Spec) Probed() bool { return !s.Disabled && s.Type != Calculated && s.Type != Control }
 
 // Fingerprint identifies what s probes and how its state machine counts. Two specs with
 // the same fingerprint share one probe schedule and one state, across server blocks,

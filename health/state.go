@@ -136,7 +136,14 @@ func (s *Snapshot) Healthy(spec *Spec) bool {
 //     of the reachable checkers' reports (decided before s was published); a check
 //     s does not know yet is healthy;
 //  5. Invert flips the outcome of 2-4 (never an override).
+//
+// A control check is a switch whose state is the entry of its name in over (on,
+// healthy, when it has none), and Invert flips it too.
 func (s *Snapshot) Judge(spec *Spec, over map[string]bool) bool {
+	if spec.Type == Control {
+		v, ok := over[spec.Name]
+		return (!ok || v) != spec.Invert
+	}
 	if v, ok := over[spec.Name]; ok {
 		return v
 	}
@@ -160,7 +167,7 @@ func (s *Snapshot) Judge(spec *Spec, over map[string]bool) bool {
 // calculated checks when every child has one, disabled checks always.
 func (s *Snapshot) Seen(spec *Spec) bool {
 	switch {
-	case spec.Disabled:
+	case spec.Disabled, spec.Type == Control:
 		return true
 	case spec.Type == Calculated:
 		for _, c := range spec.Children {

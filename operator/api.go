@@ -21,6 +21,7 @@ import (
 	"github.com/coredns/coredns/plugin"
 	"github.com/miekg/dns"
 
+	"github.com/healthroute/healthroute/control"
 	"github.com/healthroute/healthroute/view"
 )
 
@@ -86,6 +87,9 @@ func (s *server) handler() http.Handler {
 	mux.HandleFunc("GET /v1/records", s.getRecords)
 	mux.HandleFunc("GET /v1/explain", s.getExplain)
 	mux.HandleFunc("POST /v1/checks/{name}/override", s.postOverride)
+	mux.HandleFunc("GET /v1/controls", s.getControls)
+	mux.HandleFunc("POST /v1/controls", s.postControls)
+	mux.HandleFunc("POST /v1/controls/{name}", s.postControl)
 	return answering(http.MaxBytesHandler(s.pace.paced(mux), maxBodyBytes))
 }
 
@@ -249,31 +253,85 @@ func ReadToken(path string) (string, error) {
 	return strings.TrimSpace(string(b)), nil
 }
 
-// postOverride handles POST /v1/checks/NAME/override with healthy, unhealthy or none
-// (as the body, or the form field state), authorised by the bearer token.
-func (s *server) postOverride(w http.ResponseWriter, r *http.Request) {
+// authorize checks the request's bearer token against the token file and returns
+// the matching token's name; otherwise it answers 401 or 403 (what names the
+// request in the log).
+func (s *server) authorize(w http.ResponseWriter, r *http.Request, what string) (string, bool) {
 	s.mu.Lock()
 	path := s.tokenFile
 	s.mu.Unlock()
 	if path == "" {
 		apiError(w, http.StatusForbidden, "overrides are disabled: no token_file is configured")
-		return
+		return "", false
 	}
-	want, err := ReadToken(path)
+	tokens, err := ReadTokens(path)
 	if err != nil {
 		s.logs.Errorf("token", "api: token_file: %v", err)
 		apiError(w, http.StatusForbidden, "overrides are disabled: the token file cannot be read")
-		return
-	}
-	if n := len(want); n < MinTokenLen { // emptied or shortened since startup: never matches
-		apiError(w, http.StatusForbidden, fmt.Sprintf("overrides are disabled: the token file holds %d characters, expected at least %d", n, MinTokenLen))
-		return
+		return "", false
 	}
 	scheme, got, ok := strings.Cut(r.Header.Get("Authorization"), " ") // the scheme is case-insensitive (RFC 7235)
-	if !ok || !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(want)) != 1 {
-		s.logs.Errorf("auth", "api: refused an override of %q from %s: no valid bearer token", r.PathValue("name"), r.RemoteAddr)
+	got = strings.TrimSpace(got)
+	name, short := "", 0
+	for _, t := range tokens {
+		if n := len(t.Value); n < MinTokenLen { // emptied or shortened since startup: never matches
+			short = n
+			continue
+		}
+		if ok && strings.EqualFold(scheme, "Bearer") && subtle.ConstantTimeCompare([]byte(got), []byte(t.Value)) == 1 {
+			name = t.Name
+		}
+	}
+	if name == "" && short > 0 || len(tokens) == 0 {
+		apiError(w, http.StatusForbidden, fmt.Sprintf("overrides are disabled: the token file holds %d characters, expected at least %d", short, MinTokenLen))
+		return "", false
+	}
+	if name == "" {
+		s.logs.Errorf("auth", "api: refused %s from %s: no valid bearer token", what, r.RemoteAddr)
 		w.Header().Set("WWW-Authenticate", `Bearer realm="healthroute"`)
 		apiError(w, http.StatusUnauthorized, "a valid bearer token is required")
+		return "", false
+	}
+	return name, true
+}
+
+// Token is one named bearer token of a token file.
+type Token struct {
+	Name  string // recorded with the changes it authorises
+	Value string
+}
+
+// ReadTokens returns the tokens in the file at path: one per line, either TOKEN
+// alone (named "token"; a file of one such line is the original format) or NAME
+// TOKEN. Blank lines and lines starting with # are skipped.
+func ReadTokens(path string) ([]Token, error) {
+	text, err := ReadToken(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []Token
+	for line := range strings.Lines(text) {
+		f := strings.Fields(line)
+		switch {
+		case len(f) == 0 || strings.HasPrefix(f[0], "#"):
+		case len(f) == 1:
+			out = append(out, Token{Name: "token", Value: f[0]})
+		case len(f) == 2:
+			out = append(out, Token{Name: f[0], Value: f[1]})
+		default:
+			return nil, fmt.Errorf("%s: a line of %d fields, expected TOKEN or NAME TOKEN", path, len(f))
+		}
+	}
+	return out, nil
+}
+
+// postOverride handles POST /v1/checks/NAME/override with healthy, unhealthy or none
+// (as the body, or the form field state), authorised by the bearer token. With
+// routing controls the override goes into the replicated state, through the leader.
+func (s *server) postOverride(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	token, ok := s.authorize(w, r, fmt.Sprintf("an override of %q", name))
+	if !ok {
 		return
 	}
 	state, err := overrideState(w, r)
@@ -291,7 +349,10 @@ func (s *server) postOverride(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusBadRequest, "state: expected healthy, unhealthy or none")
 		return
 	}
-	name := r.PathValue("name")
+	if cs := s.op.controls(); cs != nil {
+		s.change(w, r, cs, control.Request{Token: token, Member: cs.Member, Reason: r.URL.Query().Get("reason"), Override: map[string]string{name: state}})
+		return
+	}
 	if err := s.op.override(s.scope, name, v); err != nil {
 		apiError(w, http.StatusNotFound, err.Error())
 		return

@@ -90,6 +90,10 @@ func (s *server) current() *views {
 	blocks := s.op.blocksOf(s.scope)
 	v := &views{etag: tag, version: version, built: now, checks: checksOf(blocks), records: recordsOf(blocks)}
 	v.model = buildStatus(v.checks, v.records, now)
+	if cs := s.op.controls(); cs != nil {
+		cv := viewOf(cs, cs.Node.State(), 20)
+		v.model.controls = &cv
+	}
 	v.took = time.Since(now)
 	s.cache = v
 	return v

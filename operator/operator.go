@@ -15,6 +15,7 @@ import (
 
 	clog "github.com/coredns/coredns/plugin/pkg/log"
 
+	"github.com/healthroute/healthroute/control"
 	"github.com/healthroute/healthroute/view"
 )
 
@@ -56,6 +57,13 @@ type Operator struct {
 	overrides map[string]map[string]bool
 	apis      map[string]*apiRef
 	version   atomic.Uint64 // counts changes of blocks and overrides, for cached views
+
+	// With routing controls, overrides live in the replicated state: ctl is its
+	// node, state the last state applied, replicated what it forces (controls and
+	// overrides by check name), applied on top of the others in every block.
+	ctl        *ControlSet
+	state      *control.State
+	replicated map[string]bool
 }
 
 type apiRef struct {
@@ -104,13 +112,22 @@ func (o *Operator) blocksOf(scope string) []Block {
 // those of b's API. o.mu must be held.
 func (o *Operator) effectiveLocked(b Block) map[string]bool {
 	over := maps.Clone(o.overrides[""])
-	if a := b.APIAddr(); a != "" && len(o.overrides[a]) > 0 {
-		if over == nil {
-			over = map[string]bool{}
+	for _, layer := range []map[string]bool{o.overrides[b.APIAddr()], o.replicated} {
+		if len(layer) > 0 {
+			if over == nil {
+				over = map[string]bool{}
+			}
+			maps.Copy(over, layer)
 		}
-		maps.Copy(over, o.overrides[a])
 	}
 	return over
+}
+
+// hasCheck reports whether a block the API of scope shows defines check.
+func (o *Operator) hasCheck(scope, check string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.ContainsFunc(o.blocks, func(b Block) bool { return inScope(b, scope) && b.HasCheck(check) })
 }
 
 // Override forces the status of every check named check: healthy, unhealthy, or

@@ -126,7 +126,8 @@ type statusModel struct {
 	trees     []*pageNode // failing open first, then with an unhealthy member, then Corefile order
 	resorts   []*pageNode // record groups failing open
 	overrides []checkRow
-	healthy   int // checks
+	controls  *controlsView // nil without routing controls
+	healthy   int           // checks
 	unhealthy int
 }
 
@@ -145,6 +146,7 @@ type statusData struct {
 	Unhealthy  int
 	NResorts   int
 	NOverrides int
+	Controls   *controlsView
 	// ChecksShown and TreesShown say which of how many (matching) items this page has.
 	ChecksShown, TreesShown shown
 	Prev, Next              string // links to the neighbouring pages; "" at an end
@@ -158,7 +160,7 @@ func (m *statusModel) page(q pageQuery) *statusData {
 	d := &statusData{Now: m.now, Refresh: q.Refresh, Query: q.Q,
 		Paged:   len(m.checks) > perPage || len(m.trees) > perPage || q.Q != "" || q.Page > 1,
 		NChecks: len(m.checks), Healthy: m.healthy, Unhealthy: m.unhealthy,
-		NResorts: len(m.resorts), NOverrides: len(m.overrides),
+		NResorts: len(m.resorts), NOverrides: len(m.overrides), Controls: m.controls,
 		Resorts: m.resorts[:min(len(m.resorts), perPage)], Overrides: m.overrides[:min(len(m.overrides), perPage)]}
 	checks, trees := m.checks, m.trees
 	if q.Q != "" {

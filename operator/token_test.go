@@ -31,3 +31,25 @@ func TestReadToken(t *testing.T) {
 		t.Error("a missing file: no error")
 	}
 }
+
+// TestReadTokens: one token per line, bare (named "token", the original format) or
+// NAME TOKEN; comments and blank lines skipped; a line of three fields refused.
+func TestReadTokens(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "tokens")
+	if err := os.WriteFile(p, []byte("# operators\nalice 0123456789abcdef\n\n  runbook fedcba9876543210  \n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadTokens(p)
+	if err != nil || len(got) != 2 || got[0] != (Token{"alice", "0123456789abcdef"}) || got[1] != (Token{"runbook", "fedcba9876543210"}) {
+		t.Errorf("ReadTokens = %v, %v; want alice and runbook", got, err)
+	}
+	os.WriteFile(p, []byte("0123456789abcdef\n"), 0o600)
+	if got, err := ReadTokens(p); err != nil || len(got) != 1 || got[0] != (Token{"token", "0123456789abcdef"}) {
+		t.Errorf("a bare token: %v, %v; want it named token", got, err)
+	}
+	os.WriteFile(p, []byte("a b c\n"), 0o600)
+	if _, err := ReadTokens(p); err == nil || !strings.Contains(err.Error(), "expected TOKEN or NAME TOKEN") {
+		t.Errorf("a line of three fields: %v", err)
+	}
+}

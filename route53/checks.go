@@ -135,20 +135,22 @@ func (c *converter) writeCheck(b *strings.Builder, hc *HealthCheck) error {
 			}
 			opts = append(opts, "threshold "+strconv.FormatInt(*t, 10))
 		}
-	case "CLOUDWATCH_METRIC", "RECOVERY_CONTROL":
-		what := "routing control " + cfg.RoutingControlArn
-		if cfg.Type == "CLOUDWATCH_METRIC" {
-			what = "CloudWatch alarm"
-			if a := cfg.AlarmIdentifier; a != nil {
-				what += " " + a.Name + " in " + a.Region
-			}
+	case "RECOVERY_CONTROL":
+		// A routing control is an operator's switch: it becomes a control check, held
+		// in the replicated control state and set through the HTTP API.
+		fmt.Fprintf(b, "# RECOVERY_CONTROL %s: a routing control; set it with POST /v1/controls/%s\n", commentSafe(cfg.RoutingControlArn), hc.Id)
+		if cfg.Inverted {
+			fmt.Fprintf(b, "check %s control {\n    invert\n}\n", hc.Id)
+		} else {
+			fmt.Fprintf(b, "check %s control\n", hc.Id)
 		}
-		what = strings.Map(func(r rune) rune { // it goes into a comment line
-			if unicode.IsControl(r) {
-				return ' '
-			}
-			return r
-		}, what)
+		return nil
+	case "CLOUDWATCH_METRIC":
+		what := "CloudWatch alarm"
+		if a := cfg.AlarmIdentifier; a != nil {
+			what += " " + a.Name + " in " + a.Region
+		}
+		what = commentSafe(what)
 		if c.noDataUnhealthy(hc) {
 			c.warnf("health check %s: a %s (%s) cannot be observed from here; imported as a disabled, inverted check, always unhealthy (its InsufficientDataHealthStatus): set its status with POST /v1/checks/%s/override", hc.Id, cfg.Type, what, hc.Id)
 			fmt.Fprintf(b, "# %s %s: no data here, Unhealthy; set its status through the HTTP API\n", cfg.Type, what)
@@ -194,6 +196,16 @@ func (c *converter) writeCheck(b *strings.Builder, hc *HealthCheck) error {
 	}
 	b.WriteString("}\n")
 	return nil
+}
+
+// commentSafe makes s fit on a comment line.
+func commentSafe(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, s)
 }
 
 // checkHost returns the host a check probes: its IPAddress (bracketed when IPv6),

@@ -1,0 +1,153 @@
+package control
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/hashicorp/raft"
+)
+
+// stateFile is the file in the data directory holding the state as last applied.
+// It is rewritten (atomically, synced) after every command, so that a member
+// answers DNS from its last state from the moment it starts, before raft has
+// elected a leader and replayed its log; commands the file already holds are
+// skipped when raft replays them.
+const stateFile = "state.json"
+
+// fsm is raft's state machine over State.
+type fsm struct {
+	dir      string
+	onChange func(*State) // after every change, with a copy: not under mu
+
+	mu sync.Mutex
+	st *State
+}
+
+// loadFSM reads the state file in dir; a missing file is the empty state.
+func loadFSM(dir string) (*fsm, error) {
+	f := &fsm{dir: dir, st: NewState()}
+	b, err := os.ReadFile(filepath.Join(dir, stateFile))
+	switch {
+	case os.IsNotExist(err):
+		return f, nil
+	case err != nil:
+		return nil, err
+	}
+	st := NewState()
+	if err := json.Unmarshal(b, st); err != nil {
+		return nil, fmt.Errorf("%s is corrupt: %v", filepath.Join(dir, stateFile), err)
+	}
+	f.st = st
+	return f, nil
+}
+
+// state returns a copy of the state.
+func (f *fsm) state() *State {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.st.Clone()
+}
+
+// Apply implements raft.FSM: it returns nil or the command's *Refusal.
+func (f *fsm) Apply(l *raft.Log) any {
+	var cmd Command
+	if err := json.Unmarshal(l.Data, &cmd); err != nil {
+		return fmt.Errorf("undecodable command at index %d: %v", l.Index, err)
+	}
+	f.mu.Lock()
+	if l.Index <= f.st.Index { // applied before a restart: in the state file already
+		f.mu.Unlock()
+		return nil
+	}
+	res := f.st.Apply(l.Index, &cmd)
+	cp := f.st.Clone()
+	f.mu.Unlock()
+	f.persist(cp)
+	if f.onChange != nil {
+		f.onChange(cp)
+	}
+	if res != nil {
+		return res
+	}
+	return nil
+}
+
+// persist writes st to the state file: a temporary file, synced, renamed over it.
+func (f *fsm) persist(st *State) {
+	b, err := json.Marshal(st)
+	if err == nil {
+		err = writeSynced(filepath.Join(f.dir, stateFile), b)
+	}
+	if err != nil {
+		log.Errorf("control: writing the state file: %v (the raft log still holds every change)", err)
+	}
+}
+
+// writeSynced replaces path with b, durably.
+func writeSynced(path string, b []byte) error {
+	tmp := path + ".tmp"
+	w, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	if err == nil {
+		err = w.Sync()
+	}
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err == nil {
+		if d, derr := os.Open(filepath.Dir(path)); derr == nil {
+			d.Sync()
+			d.Close()
+		}
+	}
+	return err
+}
+
+// Snapshot implements raft.FSM.
+func (f *fsm) Snapshot() (raft.FSMSnapshot, error) { return snapshot{f.state()}, nil }
+
+// Restore implements raft.FSM. A snapshot older than the state already applied
+// (raft restores its latest snapshot at start, then replays the log after it) is
+// a prefix of it and is skipped.
+func (f *fsm) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	st := NewState()
+	if err := json.NewDecoder(rc).Decode(st); err != nil {
+		return fmt.Errorf("restoring a snapshot: %v", err)
+	}
+	f.mu.Lock()
+	if st.Index <= f.st.Index {
+		f.mu.Unlock()
+		return nil
+	}
+	f.st = st
+	cp := st.Clone()
+	f.mu.Unlock()
+	f.persist(cp)
+	if f.onChange != nil {
+		f.onChange(cp)
+	}
+	return nil
+}
+
+type snapshot struct{ st *State }
+
+func (s snapshot) Persist(sink raft.SnapshotSink) error {
+	if err := json.NewEncoder(sink).Encode(s.st); err != nil {
+		sink.Cancel()
+		return err
+	}
+	return sink.Close()
+}
+
+func (snapshot) Release() {}

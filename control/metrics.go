@@ -1,0 +1,80 @@
+package control
+
+import (
+	"errors"
+	"sync/atomic"
+
+	"github.com/coredns/coredns/plugin"
+	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+)
+
+// current is the process's running node, for the raft gauges.
+var current atomic.Pointer[Node]
+
+func opts(name, help string) prometheus.GaugeOpts {
+	return prometheus.GaugeOpts{Namespace: plugin.Namespace, Subsystem: "healthroute", Name: name, Help: help}
+}
+
+func statusGauge(name, help string, f func(Status) float64) prometheus.GaugeFunc {
+	return promauto.NewGaugeFunc(opts(name, help), func() float64 {
+		if n := current.Load(); n != nil {
+			return f(n.Status())
+		}
+		return 0
+	})
+}
+
+var (
+	controlOn = promauto.NewGaugeVec(opts("control_on",
+		"Whether a routing control is on (1) or off (0) in the state this member last applied."), []string{"control"})
+	changesTotal = promauto.NewCounter(prometheus.CounterOpts{Namespace: plugin.Namespace, Subsystem: "healthroute",
+		Name: "control_changes_total", Help: "Changes of controls and overrides made through this member's API."})
+	refusalsTotal = promauto.NewCounterVec(prometheus.CounterOpts{Namespace: plugin.Namespace, Subsystem: "healthroute",
+		Name: "control_refusals_total", Help: "Changes through this member's API refused, by reason: the rule's name, no_quorum, or invalid (unknown control, check or rule)."},
+		[]string{"reason"})
+	handshakeRefused = promauto.NewCounter(prometheus.CounterOpts{Namespace: plugin.Namespace, Subsystem: "healthroute",
+		Name: "control_connections_refused_total", Help: "Connections to the control port closed because they did not prove the fleet key."})
+	_ = statusGauge("control_raft_leader", "Whether this member is the raft leader (1) or not (0).",
+		func(s Status) float64 { return b2f(s.State == raft.Leader.String()) })
+	_ = statusGauge("control_raft_term", "This member's raft term.", func(s Status) float64 { return float64(s.Term) })
+	_ = statusGauge("control_raft_commit_lag", "Raft entries committed but not yet applied on this member.",
+		func(s Status) float64 { return float64(s.CommitIndex - min(s.Applied, s.CommitIndex)) })
+	_ = statusGauge("control_can_change", "Whether a change through this member can reach a leader with a majority now (1) or is refused (0).",
+		func(s Status) float64 { return b2f(s.CanChange) })
+)
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// observe sets the control gauges from st.
+func observe(n *Node, st *State) {
+	p := n.policy.Load()
+	if p == nil {
+		return
+	}
+	for _, c := range p.Controls {
+		controlOn.WithLabelValues(c).Set(b2f(st.On(c)))
+	}
+}
+
+// refusalRule is the reason label of a refused change.
+func refusalRule(err error) string {
+	var ref *Refusal
+	switch {
+	case errors.As(err, &ref) && ref.Rule != "":
+		return ref.Rule
+	case errors.Is(err, ErrNoQuorum):
+		return "no_quorum"
+	}
+	return "invalid"
+}
+
+// CountInvalid counts a change refused before it reached the leader because it
+// named an unknown control, check or rule (the API checks those first).
+func CountInvalid() { refusalsTotal.WithLabelValues("invalid").Inc() }

@@ -1,0 +1,556 @@
+package control
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	wal "github.com/hashicorp/raft-wal"
+	"github.com/hashicorp/raft-wal/metadb"
+)
+
+// DefaultPort is the control port's default.
+const DefaultPort = 7947
+
+// Server is one voter: its member name and control address.
+type Server struct {
+	ID   string `json:"id"`
+	Addr string `json:"addr"`
+}
+
+// Config is what a node needs to open its data directory and join the voters.
+type Config struct {
+	Name   string   // this member's name (the fleet's), its raft ID
+	Bind   string   // the control port, HOST:PORT; also the address the others dial
+	Voters []Server // every voter, this one included; nil: this member alone
+	Dir    string   // data directory
+	Key    []byte   // the fleet key: authenticates the control port; nil: unauthenticated
+}
+
+// Policy is what the configuration says a change may do: the rules, the controls
+// and the checks it may override. The leader's is stamped into every command.
+type Policy struct {
+	Rules    []Rule
+	Controls []string
+	Checks   []string
+}
+
+// Request is a change (or, with Read, a consistent read) as an API receives it.
+type Request struct {
+	Token      string            `json:"token"`
+	Member     string            `json:"member"`
+	Reason     string            `json:"reason,omitempty"`
+	Set        map[string]bool   `json:"set,omitempty"`
+	Override   map[string]string `json:"override,omitempty"`
+	BreakGlass []string          `json:"break_glass,omitempty"`
+	Read       bool              `json:"read,omitempty"`
+}
+
+// reply is the leader's answer to a forwarded request.
+type reply struct {
+	Err     string `json:"error,omitempty"`
+	Rule    string `json:"rule,omitempty"`
+	Refused bool   `json:"refused,omitempty"`
+	Quorum  bool   `json:"quorum,omitempty"`  // the leader lost its majority
+	Unknown bool   `json:"unknown,omitempty"` // ... after the change was proposed
+	State   *State `json:"state,omitempty"`
+	Index   uint64 `json:"index,omitempty"` // the raft index the change was applied at
+}
+
+// ErrNoQuorum matches errors of changes refused because this member reaches no
+// majority of the voters.
+var ErrNoQuorum = errors.New("no quorum")
+
+// QuorumError is a change refused for want of a majority. Unknown is set when the
+// change had been proposed when the leader lost its majority: it may still apply
+// if that leader regains it; otherwise it was never proposed and has no effect.
+type QuorumError struct {
+	Msg     string
+	Unknown bool
+}
+
+func (e *QuorumError) Error() string        { return e.Msg }
+func (e *QuorumError) Is(target error) bool { return target == ErrNoQuorum }
+
+// Timeouts of changes.
+const (
+	applyTimeout   = 3 * time.Second // a change's whole time at the leader
+	forwardTimeout = 4 * time.Second // a forwarded change's, dial to reply
+	dialTimeout    = time.Second
+)
+
+// Node is this member's raft node over the replicated state.
+type Node struct {
+	cfg        Config
+	fsm        *fsm
+	raft       *raft.Raft
+	mux        *mux
+	trans      closingTransport
+	closeStore func() // the raft log, its meta database and the directory's lock
+	policy     atomic.Pointer[Policy]
+	closed     sync.Once
+
+	changes, refusals atomic.Uint64
+}
+
+// identity is what the data directory says it belongs to.
+type identity struct {
+	Fleet  string `json:"fleet"`
+	Member string `json:"member"`
+}
+
+const identityFile = "identity.json"
+
+// FleetID names the fleet a data directory belongs to: a digest of the fleet key
+// (never the key), "no-key" without one.
+func FleetID(key []byte) string {
+	if len(key) == 0 {
+		return "no-key"
+	}
+	sum := sha256.Sum256(append([]byte("healthroute control fleet\x00"), key...))
+	return hex.EncodeToString(sum[:8])
+}
+
+// checkIdentity refuses a data directory of another fleet or member, and marks a
+// new one as this member's.
+func checkIdentity(cfg Config) error {
+	want := identity{Fleet: FleetID(cfg.Key), Member: cfg.Name}
+	path := filepath.Join(cfg.Dir, identityFile)
+	b, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		entries, _ := os.ReadDir(cfg.Dir)
+		entries = slices.DeleteFunc(entries, func(e os.DirEntry) bool { // what openDir made itself
+			if e.Name() == "wal" {
+				inWAL, _ := os.ReadDir(filepath.Join(cfg.Dir, "wal"))
+				return len(inWAL) == 0
+			}
+			return e.Name() == "lock"
+		})
+		if len(entries) > 0 {
+			return fmt.Errorf("data directory %s holds files but no %s: not a healthroute control directory, or a damaged one (move it away to start empty)", cfg.Dir, identityFile)
+		}
+		b, _ = json.Marshal(want)
+		return writeSynced(path, b)
+	}
+	if err != nil {
+		return err
+	}
+	var have identity
+	if err := json.Unmarshal(b, &have); err != nil {
+		return fmt.Errorf("%s is corrupt: %v", path, err)
+	}
+	if have.Fleet != want.Fleet {
+		return fmt.Errorf("data directory %s belongs to another fleet (fleet id %s, this key's is %s): point data_dir at this fleet's directory, or move it away to start empty", cfg.Dir, have.Fleet, want.Fleet)
+	}
+	if have.Member != want.Member {
+		return fmt.Errorf("data directory %s belongs to member %s, this member is %s", cfg.Dir, have.Member, want.Member)
+	}
+	return nil
+}
+
+// Open opens (creating it when missing) the data directory, loads the state this
+// member last applied, calls onChange with it, and starts the raft node: on first
+// start every voter bootstraps the same configuration. onChange is called after
+// every later change, from raft's goroutine.
+func Open(cfg Config, onChange func(*State)) (*Node, error) {
+	if len(cfg.Voters) == 0 {
+		addr := cfg.Bind
+		if addr == "" {
+			addr = "in-process"
+		}
+		cfg.Voters = []Server{{ID: cfg.Name, Addr: addr}}
+	}
+	if cfg.Bind == "" && len(cfg.Voters) > 1 {
+		return nil, errors.New("control port: missing, expected bind ADDRESS:PORT to reach the other voters")
+	}
+	if !slices.ContainsFunc(cfg.Voters, func(s Server) bool { return s.ID == cfg.Name }) {
+		cfg.Voters = append(cfg.Voters, Server{ID: cfg.Name, Addr: cfg.Bind})
+	}
+	logger := hclog.New(&hclog.LoggerOptions{Name: "healthroute control", Level: hclog.Warn, Output: os.Stderr})
+	f, ds, err := openDir(cfg, logger)
+	if err != nil {
+		return nil, err
+	}
+	store, snaps, closeStore := ds.store, ds.snaps, ds.close
+	n := &Node{cfg: cfg, fsm: f, closeStore: closeStore}
+	n.policy.Store(&Policy{})
+	if cfg.Bind == "" { // a single voter without a control port
+		_, n.trans = raft.NewInmemTransport(raft.ServerAddress(cfg.Voters[0].Addr))
+	} else {
+		ln, err := net.Listen("tcp", cfg.Bind)
+		if err != nil {
+			closeStore()
+			return nil, fmt.Errorf("control port: %v", err)
+		}
+		n.mux = newMux(ln, cfg.Key, n.serveForward, func() { handshakeRefused.Inc() })
+		n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{Stream: n.mux, MaxPool: 3, Timeout: 2 * time.Second, Logger: logger})
+	}
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.Name)
+	rc.Logger = logger
+	fail := func(err error) (*Node, error) {
+		n.trans.Close()
+		closeStore()
+		return nil, err
+	}
+	has, err := raft.HasExistingState(store, store, snaps)
+	if err != nil {
+		return fail(fmt.Errorf("raft log in %s: %v", cfg.Dir, err))
+	}
+	if !has {
+		var c raft.Configuration
+		for _, s := range cfg.Voters {
+			c.Servers = append(c.Servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(s.ID), Address: raft.ServerAddress(s.Addr)})
+		}
+		if err := raft.BootstrapCluster(rc, store, store, snaps, n.trans, c); err != nil {
+			return fail(fmt.Errorf("bootstrapping the voters: %v", err))
+		}
+	}
+	st := f.state()
+	if onChange != nil {
+		onChange(st)
+	}
+	f.onChange = func(s *State) {
+		observe(n, s)
+		if onChange != nil {
+			onChange(s)
+		}
+	}
+	observe(n, st)
+	r, err := raft.NewRaft(rc, f, store, store, snaps, n.trans)
+	if err != nil {
+		return fail(fmt.Errorf("starting raft: %v", err))
+	}
+	n.raft = r
+	current.Store(n)
+	return n, nil
+}
+
+// dataDir is an open data directory: its raft log and snapshot stores, and how to
+// close them and release the directory's lock.
+type dataDir struct {
+	store *wal.WAL
+	snaps raft.SnapshotStore
+	close func()
+}
+
+// openDir locks cfg.Dir (creating it when missing), checks it is this fleet's and
+// this member's, loads the state last applied and opens the raft log and snapshots.
+func openDir(cfg Config, logger hclog.Logger) (*fsm, *dataDir, error) {
+	if err := os.MkdirAll(filepath.Join(cfg.Dir, "wal"), 0o700); err != nil {
+		return nil, nil, fmt.Errorf("data directory: %v", err)
+	}
+	lock, err := lockDir(cfg.Dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	fail := func(err error) (*fsm, *dataDir, error) {
+		lock.Close()
+		return nil, nil, err
+	}
+	if err := checkIdentity(cfg); err != nil {
+		return fail(err)
+	}
+	f, err := loadFSM(cfg.Dir)
+	if err != nil {
+		return fail(err)
+	}
+	meta := &metadb.BoltMetaDB{}
+	store, err := wal.Open(filepath.Join(cfg.Dir, "wal"), wal.WithLogger(logger), wal.WithMetaStore(meta))
+	if err != nil {
+		meta.Close()
+		return fail(fmt.Errorf("raft log in %s: %v", filepath.Join(cfg.Dir, "wal"), err))
+	}
+	d := &dataDir{store: store, close: func() {
+		store.Close()
+		meta.Close() // the WAL leaves its meta database open
+		lock.Close()
+	}}
+	if d.snaps, err = raft.NewFileSnapshotStoreWithLogger(filepath.Join(cfg.Dir, "snapshots"), 2, logger); err != nil {
+		d.close()
+		return nil, nil, fmt.Errorf("snapshots in %s: %v", cfg.Dir, err)
+	}
+	return f, d, nil
+}
+
+// Name returns this member's name.
+func (n *Node) Name() string { return n.cfg.Name }
+
+// Addr returns the control port's address, "" without one.
+func (n *Node) Addr() string {
+	if n.mux == nil {
+		return ""
+	}
+	return n.mux.Addr().String()
+}
+
+// SetPolicy replaces the rules, controls and checks this member stamps into the
+// changes it leads (on reload).
+func (n *Node) SetPolicy(p Policy) {
+	n.policy.Store(&p)
+	observe(n, n.fsm.state())
+}
+
+// State returns a copy of the state as this member last applied it: local, never
+// waiting for the network.
+func (n *Node) State() *State { return n.fsm.state() }
+
+// Close stops the node; the data directory keeps the state.
+func (n *Node) Close() {
+	n.closed.Do(func() {
+		if err := n.raft.Shutdown().Error(); err != nil {
+			log.Warningf("control: stopping raft: %v", err)
+		}
+		n.trans.Close()
+		n.closeStore()
+		current.CompareAndSwap(n, nil)
+	})
+}
+
+// Change applies req through the leader and returns nil, a *Refusal naming the
+// rule it would break, a *QuorumError, or another error when the outcome is not
+// known (the leader went away after receiving it).
+func (n *Node) Change(ctx context.Context, req Request) error {
+	_, err := n.do(ctx, req)
+	if err == nil {
+		changesTotal.Inc()
+	} else if errors.Is(err, ErrRefused) || errors.Is(err, ErrNoQuorum) {
+		refusalsTotal.WithLabelValues(refusalRule(err)).Inc()
+	}
+	return err
+}
+
+// ReadConsistent returns the state as of a moment between the call and its
+// return, confirmed by the leader and a majority (for linearizable reads; DNS
+// reads the local state instead).
+func (n *Node) ReadConsistent(ctx context.Context) (*State, error) {
+	return n.do(ctx, Request{Read: true})
+}
+
+func (n *Node) do(ctx context.Context, req Request) (*State, error) {
+	if n.raft.State() == raft.Leader {
+		rep := n.lead(req)
+		return rep.State, rep.err()
+	}
+	addr, id := n.leader(ctx)
+	if addr == "" {
+		return nil, n.noQuorum("this member reaches no leader")
+	}
+	if id == raft.ServerID(n.cfg.Name) || n.mux == nil { // elected meanwhile
+		rep := n.lead(req)
+		return rep.State, rep.err()
+	}
+	for _, v := range n.cfg.Voters { // the address this member's configuration gives it
+		if v.ID == string(id) {
+			addr = raft.ServerAddress(v.Addr)
+		}
+	}
+	c, err := n.mux.dial(string(addr), kindForward, dialTimeout)
+	if err != nil {
+		return nil, n.noQuorum(fmt.Sprintf("its leader %s (%s) does not answer: %v", id, addr, err))
+	}
+	defer c.Close()
+	deadline := time.Now().Add(forwardTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	c.SetDeadline(deadline)
+	if err := json.NewEncoder(c).Encode(req); err != nil {
+		qe := n.noQuorum(fmt.Sprintf("its leader %s (%s) does not answer: %v", id, addr, err)).(*QuorumError)
+		qe.Unknown = true // part of it may have reached the leader
+		return nil, qe
+	}
+	var rep reply
+	if err := json.NewDecoder(c).Decode(&rep); err != nil {
+		return nil, fmt.Errorf("the leader %s did not reply (%v): the change may or may not have been applied; read the state before retrying", id, err)
+	}
+	n.awaitApplied(ctx, rep.Index)
+	return rep.State, rep.err()
+}
+
+// awaitApplied waits (up to a second) until this member has applied index, so
+// that its own DNS answers show a change once the API has said it is applied.
+func (n *Node) awaitApplied(ctx context.Context, index uint64) {
+	if index == 0 || n.raft.AppliedIndex() >= index {
+		return
+	}
+	t := time.NewTimer(time.Second)
+	defer t.Stop()
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for n.raft.AppliedIndex() < index {
+		select {
+		case <-t.C:
+			return
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// electionWait is how long a change waits for a leader when none is known: an
+// election on a healthy majority ends well within it.
+const electionWait = time.Second
+
+// leader returns the leader's address and ID, waiting up to electionWait for one.
+func (n *Node) leader(ctx context.Context) (raft.ServerAddress, raft.ServerID) {
+	addr, id := n.raft.LeaderWithID()
+	if addr != "" {
+		return addr, id
+	}
+	t := time.NewTimer(electionWait)
+	defer t.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for addr == "" {
+		select {
+		case <-t.C:
+			return "", ""
+		case <-ctx.Done():
+			return "", ""
+		case <-tick.C:
+			addr, id = n.raft.LeaderWithID()
+		}
+	}
+	return addr, id
+}
+
+func (r reply) err() error {
+	switch {
+	case r.Err == "":
+		return nil
+	case r.Refused:
+		return &Refusal{Rule: r.Rule, Reason: r.Err}
+	case r.Quorum:
+		return &QuorumError{Msg: r.Err, Unknown: r.Unknown}
+	}
+	return errors.New(r.Err)
+}
+
+// lead applies req as the leader.
+func (n *Node) lead(req Request) reply {
+	if req.Read {
+		if err := n.raft.VerifyLeader().Error(); err != nil {
+			return reply{Err: n.noQuorum("the leader lost its majority: " + err.Error()).Error(), Quorum: true}
+		}
+		if err := n.raft.Barrier(applyTimeout).Error(); err != nil {
+			return reply{Err: n.noQuorum("the leader lost its majority: " + err.Error()).Error(), Quorum: true}
+		}
+		return reply{State: n.fsm.state()}
+	}
+	p := n.policy.Load()
+	cmd := Command{Time: time.Now().UTC(), Token: req.Token, Member: req.Member, Reason: req.Reason, Set: req.Set,
+		Override: req.Override, BreakGlass: req.BreakGlass, Rules: p.Rules, Controls: p.Controls, Checks: p.Checks}
+	b, err := json.Marshal(cmd)
+	if err != nil {
+		return reply{Err: err.Error()}
+	}
+	f := n.raft.Apply(b, applyTimeout)
+	if err := f.Error(); err != nil {
+		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrEnqueueTimeout) {
+			unknown := errors.Is(err, raft.ErrLeadershipLost) // proposed; ErrNotLeader and ErrEnqueueTimeout: never appended
+			why := "this member's leader lost its leadership before the change was proposed: "
+			if unknown {
+				why = "the leader lost its majority before the change committed (it may still commit if that leader regains it): "
+			}
+			return reply{Err: n.noQuorum(why + err.Error()).Error(), Quorum: true, Unknown: unknown}
+		}
+		return reply{Err: err.Error()}
+	}
+	if resp, ok := f.Response().(error); ok && resp != nil {
+		var ref *Refusal
+		if errors.As(resp, &ref) {
+			return reply{Err: ref.Reason, Rule: ref.Rule, Refused: true, Index: f.Index()}
+		}
+		return reply{Err: resp.Error(), Index: f.Index()}
+	}
+	return reply{Index: f.Index()}
+}
+
+// serveForward answers one forwarded request on c.
+func (n *Node) serveForward(c net.Conn) {
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(forwardTimeout))
+	var req Request
+	if err := json.NewDecoder(c).Decode(&req); err != nil {
+		return
+	}
+	var rep reply
+	if n.raft.State() != raft.Leader {
+		rep = reply{Err: n.noQuorum("the member it was sent to is no longer the leader").Error(), Quorum: true}
+	} else {
+		rep = n.lead(req)
+	}
+	json.NewEncoder(c).Encode(rep)
+}
+
+// noQuorum builds the error of a change refused for want of a majority, naming
+// the quorum it lacks.
+func (n *Node) noQuorum(why string) error {
+	var names []string
+	for _, s := range n.cfg.Voters {
+		names = append(names, s.ID)
+	}
+	contact := ""
+	if lc := n.Status().LastContact; lc > 0 {
+		contact = " (last contact with a leader: " + lc.Round(time.Millisecond).String() + " ago)"
+	}
+	return &QuorumError{Msg: fmt.Sprintf("refused: no quorum: a change needs %d of the %d voters (%s) and %s%s; this member keeps answering from the state it has",
+		len(names)/2+1, len(names), strings.Join(names, ", "), why, contact)}
+}
+
+// Status is what this member knows of the raft group.
+type Status struct {
+	Member      string        `json:"member"`
+	State       string        `json:"raft_state"` // Leader, Follower, Candidate, Shutdown
+	Leader      string        `json:"leader"`     // "" when none is known
+	Term        uint64        `json:"term"`
+	CommitIndex uint64        `json:"commit_index"`
+	Applied     uint64        `json:"applied_index"`
+	LastContact time.Duration `json:"last_contact_ns"` // with the leader; 0 for the leader or never
+	CanChange   bool          `json:"can_change"`      // a change through this member can reach a leader with a majority now
+	Voters      []Server      `json:"voters"`
+	Quorum      int           `json:"quorum"`
+}
+
+// Status reports this member's view of the raft group, locally.
+func (n *Node) Status() Status {
+	s := n.raft.Stats()
+	num := func(k string) uint64 { v, _ := strconv.ParseUint(s[k], 10, 64); return v }
+	_, id := n.raft.LeaderWithID()
+	st := Status{Member: n.cfg.Name, State: s["state"], Leader: string(id), Term: num("term"), CommitIndex: num("commit_index"),
+		Applied: num("applied_index"), Voters: n.cfg.Voters, Quorum: len(n.cfg.Voters)/2 + 1}
+	if lc, err := time.ParseDuration(s["last_contact"]); err == nil {
+		st.LastContact = lc
+	}
+	switch n.raft.State() {
+	case raft.Leader:
+		// A leader that lost its majority steps down within the lease (500 ms).
+		st.CanChange = true
+	case raft.Follower:
+		st.CanChange = id != "" && st.LastContact < time.Second // raft's heartbeat timeout
+	}
+	return st
+}
+
+// closingTransport is raft's transport with its Close: the network one on the
+// control port, or the in-process one of a single voter without a port.
+type closingTransport interface {
+	raft.Transport
+	Close() error
+}
