@@ -36,6 +36,7 @@ type HealthRoute struct {
 	unwatch        func()                        // stops the latency_table and route53 watchers
 	serverCounters sync.Map                      // server -> *queryCounters
 	lastCounters   atomic.Pointer[queryCounters] // the last server's, for the common one-server case
+	servers        []string                      // the server addresses the block listens on (metrics' server label)
 }
 
 // latencyTablePeriod is how often the latency_table and route53 files are checked for
@@ -270,6 +271,7 @@ func (h *HealthRoute) Ready() bool { return h.resolver.Ready() }
 // subscribes the resolver to health snapshots.
 func (h *HealthRoute) OnStartup() error {
 	sched := h.reg.acquire(h.cfg)
+	initCheckSeries(h.cfg)
 	specs := h.specs()
 	sched.Acquire(specs)
 	h.stop = sched.Subscribe(h.resolver.Publish)
@@ -307,6 +309,9 @@ func (h *HealthRoute) OnStartup() error {
 		}
 	}
 	h.adoptCounters()
+	for _, s := range h.servers { // the last-resort series exist from the start
+		h.counters(s)
+	}
 	h.reg.started(h)
 	if parsed.Swap(false) {
 		debug.FreeOSMemory()
@@ -329,6 +334,7 @@ func (h *HealthRoute) OnShutdown() error {
 	}
 	h.reg.op.Unregister(h)
 	h.dropCheckSeries()
+	failing.drop(h.resolver)
 	if h.unwatch != nil {
 		h.unwatch()
 		h.unwatch = nil
@@ -353,7 +359,7 @@ func (h *HealthRoute) dropCheckSeries() {
 	blocks := h.reg.op.Blocks()
 	for name := range h.cfg.Checks {
 		if !slices.ContainsFunc(blocks, func(b operator.Block) bool { return b.HasCheck(name) }) {
-			checkHealthy.DeleteLabelValues(name)
+			dropCheckFamilies(name)
 		}
 	}
 }

@@ -26,8 +26,12 @@ var (
 	}, []string{"check", "result"})
 	probeDuration = promauto.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: plugin.Namespace, Subsystem: "healthroute", Name: "probe_duration_seconds",
-		Help: "Time a probe took.", Buckets: plugin.SlimTimeBuckets,
+		Help: "Time a probe took.", Buckets: probeBuckets,
 	}, []string{"check"})
+	probePhase = promauto.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: plugin.Namespace, Subsystem: "healthroute", Name: "probe_phase_duration_seconds",
+		Help: "Phases of probes: connect and tls (their own durations), first_byte and total (from the probe's start).", Buckets: probeBuckets,
+	}, []string{"check", "phase"})
 	transitionsTotal = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace, Subsystem: "healthroute", Name: "check_transitions_total",
 		Help: "Changes of a check's probed state, by the state changed to: healthy or unhealthy.",
@@ -89,6 +93,10 @@ func (probeObserver) Probed(spec *health.Spec, err error, took time.Duration) {
 	probeDuration.WithLabelValues(spec.Name).Observe(took.Seconds())
 }
 
+func (probeObserver) Phased(spec *health.Spec, p health.Phases) {
+	p.Each(func(phase string, d time.Duration) { probePhase.WithLabelValues(spec.Name, phase).Observe(d.Seconds()) })
+}
+
 func (probeObserver) Started(spec *health.Spec, lag time.Duration) {
 	probeLag.WithLabelValues(spec.Name).Set(lag.Seconds())
 }
@@ -126,6 +134,7 @@ func (r *Resolver) observePublication(prev, t *table, took time.Duration) {
 	for _, n := range nodes {
 		was := prev != nil && prev.state(n.id).failOpen
 		if now := t.state(n.id).failOpen; now != was && !n.dynHealth {
+			failing.set(r, n, now)
 			if now {
 				log.Warningf("record %s %s: every member is unhealthy: answering as if all were healthy (last resort)", n.set.Name, dns.TypeToString[n.qtype])
 			} else if prev != nil {

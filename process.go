@@ -94,6 +94,7 @@ func startFleet(fc *fleet.Config, sched *health.Scheduler) *fleet.Fleet {
 		return nil
 	}
 	sched.Aggregator = f
+	registerFleetMetrics()
 	return f
 }
 
@@ -155,9 +156,12 @@ func (r *registry) commitReload() {
 // that they neither keep probing nor show on the API.
 func (r *registry) abortReload() error {
 	r.mu.Lock()
-	pending := r.pending
+	pending, failed := r.pending, r.reloading
 	r.reloading, r.pending = false, nil
 	r.mu.Unlock()
+	if failed { // once per reload, though each block of the running instance calls this
+		reloadsFailed.Inc()
+	}
 	for _, h := range pending {
 		h.OnShutdown()
 	}

@@ -35,6 +35,7 @@ func setup(c *caddy.Controller) error {
 		return plugin.Error(pluginName, err)
 	}
 	h := New(cfg)
+	h.servers = serverAddrs(dnsserver.GetConfig(c))
 	c.OnStartup(h.OnStartup)   // acquire shared state, start probing; never in parse
 	c.OnShutdown(h.OnShutdown) // on reload this runs after the new instance started
 	c.OnRestart(h.reg.beginReload)
