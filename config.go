@@ -160,11 +160,12 @@ type SOAConfig struct {
 	Serial, Refresh, Retry, Expire, Minimum uint32
 }
 
-// APIConfig is the `api ADDRESS [{ token_file FILE }]` property.
+// APIConfig is the `api ADDRESS [{ token_file FILE; history_dir DIR }]` property.
 type APIConfig struct {
-	Addr      string // host:port to listen on
-	TokenFile string // bearer token for overrides; "" refuses overrides (403)
-	at        pos    // the api line, named when the listener cannot start
+	Addr       string // host:port to listen on
+	TokenFile  string // bearer token for overrides; "" refuses overrides (403)
+	HistoryDir string // where check histories are saved across restarts; "" keeps them in memory only
+	at         pos    // the api line, named when the listener cannot start
 }
 
 // Region is a named place, for latency and geoproximity.

@@ -289,6 +289,9 @@ func (h *HealthRoute) OnStartup() error {
 			return plugin.Error(pluginName, fmt.Errorf("%s:%d - api %s: %w", a.at.file, a.at.line, a.Addr, err))
 		}
 	}
+	if a := h.cfg.API; a != nil && a.HistoryDir != "" {
+		h.reg.useHistoryDir(a.HistoryDir)
+	}
 	if path := h.cfg.LatencyTable; path != "" {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})

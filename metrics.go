@@ -90,6 +90,7 @@ func (probeObserver) Probed(spec *health.Spec, err error, took time.Duration) {
 		result = "fail"
 	}
 	probesTotal.WithLabelValues(spec.Name, result).Inc()
+	histories.Probe(spec.Fingerprint(), spec.Name, time.Now(), err == nil, took)
 	probeDuration.WithLabelValues(spec.Name).Observe(took.Seconds())
 }
 

@@ -21,6 +21,8 @@ type registry struct {
 	sched *health.Scheduler
 	op    operator.Operator // blocks, overrides and API listeners
 	fl    *fleet.Fleet      // nil without a fleet
+	hist  *historyKeeper    // records status changes into histories; nil when nothing runs
+	unsub func()            // ends hist's subscription
 
 	// A reload starts the new instance's blocks before it knows it will succeed;
 	// when a later block (ours or another plugin's) fails to start, caddy discards
@@ -41,16 +43,20 @@ func (r *registry) acquire(cfg *Config) *health.Scheduler {
 		agent := health.UserAgent("")
 		r.sched = &health.Scheduler{Observer: probeObserver{},
 			NewChecker: func(s *health.Spec) (health.Checker, error) { return health.NewChecker(s, agent) }}
+		r.hist = &historyKeeper{sched: r.sched}
 		if cfg.Fleet != nil {
 			if r.fl = startFleet(cfg.Fleet, r.sched); r.fl != nil {
 				agent = health.UserAgent(r.fl.Name()) // probes say which checker sent them
+				r.hist.fl.Store(r.fl)
 			}
 		}
+		r.unsub = r.sched.Subscribe(r.hist.observe)
 		r.sched.Start(context.Background())
 	} else if cfg.Fleet != nil && r.fl == nil {
 		// A later block (or a reload) brings the first fleet block: join now. Checks
 		// already probing keep the User-Agent they started with.
 		r.fl = startFleet(cfg.Fleet, r.sched)
+		r.hist.fl.Store(r.fl)
 		r.sched.Republish()
 	} else if cfg.Fleet != nil && r.fl.Name() != cfg.Fleet.Name {
 		log.Warningf("fleet: already running as %s; a changed fleet block takes effect on restart", r.fl.Name())
@@ -116,8 +122,10 @@ func (r *registry) release(cfg *Config) {
 		r.sched.SetMaxInFlight(r.maxProbesLocked())
 	}
 	if r.refs--; r.refs == 0 {
+		r.unsub()
 		r.sched.Stop()
-		r.sched = nil
+		r.hist.close() // saves the histories a last time, with a history_dir
+		r.sched, r.hist, r.unsub = nil, nil, nil
 		if r.fl != nil {
 			r.fl.Stop() // leaves, so the others drop this member at once
 			r.fl = nil
@@ -166,4 +174,13 @@ func (r *registry) abortReload() error {
 		h.OnShutdown()
 	}
 	return nil
+}
+
+// useHistoryDir keeps the histories in dir (the api's history_dir) from now on.
+func (r *registry) useHistoryDir(dir string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.hist != nil {
+		r.hist.useDir(dir)
+	}
 }

@@ -222,6 +222,12 @@ func parseAPI(c *caddy.Controller, args []string) (*APIConfig, error) {
 				return c.Errf("api: token_file: %s holds a token of %d characters, expected at least %d (openssl rand -base64 32 prints one)", path, n, operator.MinTokenLen)
 			}
 			a.TokenFile = path
+		case "history_dir":
+			dir, err := parseHistoryDir(c, opts, v)
+			if err != nil {
+				return err
+			}
+			a.HistoryDir = dir
 		default:
 			return c.Errf("api: unknown property '%s'", key)
 		}

@@ -1,0 +1,32 @@
+package operator
+
+import (
+	"net/http"
+
+	"github.com/healthroute/healthroute/view"
+)
+
+// HistoryBlock is a Block that keeps its checks' histories.
+type HistoryBlock interface {
+	// History returns the history of the check name; ok is false when the block
+	// has no such check.
+	History(name string) (h view.History, ok bool)
+}
+
+// getHistory answers GET /v1/checks/NAME/history: the check's status changes,
+// oldest first, and its minutes of probes, from the first block in scope that
+// defines it.
+func (s *server) getHistory(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	for _, b := range s.op.blocksOf(s.scope) {
+		hb, ok := b.(HistoryBlock)
+		if !ok {
+			continue
+		}
+		if h, ok := hb.History(name); ok {
+			writeJSON(w, http.StatusOK, h)
+			return
+		}
+	}
+	apiError(w, http.StatusNotFound, "no check named "+name)
+}
