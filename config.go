@@ -91,6 +91,7 @@ type Config struct {
 	LatencyTable string                  // path of the latency CSV, "" for none
 	latency      *latencyTable           // the table parse loaded, taken by the first Resolver
 	API          *APIConfig              // nil: no HTTP API
+	Webhook      *WebhookConfig          // nil: no status-change notifications
 	Checks       map[string]*health.Spec // by name
 	Records      []*RecordSet            // in Corefile order
 	MaxInFlight  int

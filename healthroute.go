@@ -21,6 +21,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/healthroute/healthroute/health"
+	"github.com/healthroute/healthroute/notify"
 	"github.com/healthroute/healthroute/operator"
 	"github.com/healthroute/healthroute/view"
 )
@@ -32,11 +33,13 @@ type HealthRoute struct {
 	cfg            *Config
 	resolver       *Resolver
 	reg            *registry
-	stop           func()                        // ends the snapshot subscription
-	unwatch        func()                        // stops the latency_table and route53 watchers
-	serverCounters sync.Map                      // server -> *queryCounters
-	lastCounters   atomic.Pointer[queryCounters] // the last server's, for the common one-server case
-	servers        []string                      // the server addresses the block listens on (metrics' server label)
+	stop           func()                          // ends the snapshot subscription
+	unwatch        func()                          // stops the latency_table and route53 watchers
+	serverCounters sync.Map                        // server -> *queryCounters
+	lastCounters   atomic.Pointer[queryCounters]   // the last server's, for the common one-server case
+	servers        []string                        // the server addresses the block listens on (metrics' server label)
+	sched          *health.Scheduler               // set by OnStartup, for the publish hook (which must not take the registry's lock)
+	notifier       atomic.Pointer[notify.Notifier] // the block's webhook, nil without one
 }
 
 // latencyTablePeriod is how often the latency_table and route53 files are checked for
@@ -50,6 +53,11 @@ func New(cfg *Config) *HealthRoute { return newHandler(cfg, shared) }
 // newHandler is New with its own registry, for tests.
 func newHandler(cfg *Config, reg *registry) *HealthRoute {
 	h := &HealthRoute{cfg: cfg, resolver: NewResolver(cfg), reg: reg}
+	observe := h.resolver.onPublish
+	h.resolver.onPublish = func(prev, next *table, took time.Duration) {
+		observe(prev, next, took)
+		h.notifyPublication(prev, next)
+	}
 	parsed.Store(true)
 	return h
 }
@@ -271,6 +279,7 @@ func (h *HealthRoute) Ready() bool { return h.resolver.Ready() }
 // subscribes the resolver to health snapshots.
 func (h *HealthRoute) OnStartup() error {
 	sched := h.reg.acquire(h.cfg)
+	h.sched = sched
 	initCheckSeries(h.cfg)
 	specs := h.specs()
 	sched.Acquire(specs)
@@ -288,6 +297,9 @@ func (h *HealthRoute) OnStartup() error {
 			h.reg.release(h.cfg)
 			return plugin.Error(pluginName, fmt.Errorf("%s:%d - api %s: %w", a.at.file, a.at.line, a.Addr, err))
 		}
+	}
+	if w := h.cfg.Webhook; w != nil {
+		h.notifier.Store(h.reg.acquireNotifier(w))
 	}
 	if a := h.cfg.API; a != nil && a.HistoryDir != "" {
 		h.reg.useHistoryDir(a.HistoryDir)
@@ -338,6 +350,9 @@ func (h *HealthRoute) OnShutdown() error {
 	h.reg.op.Unregister(h)
 	h.dropCheckSeries()
 	failing.drop(h.resolver)
+	if w := h.cfg.Webhook; w != nil && h.notifier.Swap(nil) != nil {
+		h.reg.releaseNotifier(w)
+	}
 	if h.unwatch != nil {
 		h.unwatch()
 		h.unwatch = nil

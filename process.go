@@ -23,6 +23,9 @@ type registry struct {
 	fl    *fleet.Fleet      // nil without a fleet
 	hist  *historyKeeper    // records status changes into histories; nil when nothing runs
 	unsub func()            // ends hist's subscription
+	// notifiers are the running webhooks, by URL and secret, shared by the blocks
+	// (and across reloads) that configure the same one.
+	notifiers map[string]*sharedNotifier
 
 	// A reload starts the new instance's blocks before it knows it will succeed;
 	// when a later block (ours or another plugin's) fails to start, caddy discards

@@ -61,7 +61,7 @@ func parse(c *caddy.Controller) (*Config, error) {
 	opts := seen{}
 	err := block(c, func(key string, args []string) error {
 		switch key {
-		case "ttl", "fallthrough", "soa", "ns", "max_probes", "latency_table", "api":
+		case "ttl", "fallthrough", "soa", "ns", "max_probes", "latency_table", "api", "webhook":
 			if err := opts.once(c, "", key); err != nil {
 				return err
 			}
@@ -105,6 +105,12 @@ func parse(c *caddy.Controller) (*Config, error) {
 				return err
 			}
 			cfg.API = a
+		case "webhook":
+			w, err := parseWebhook(c, args)
+			if err != nil {
+				return err
+			}
+			cfg.Webhook = w
 		case "fleet":
 			if len(args) != 0 {
 				return c.ArgErr()
