@@ -177,3 +177,25 @@ func parseHistoryDir(c *caddy.Controller, opts seen, args []string) (string, err
 	os.Remove(f.Name())
 	return dir, nil
 }
+
+// Timeline summarises the span before now of the block's check name in n slots;
+// ok is false when the check has no history (calculated, disabled, or not probed yet).
+func (h *HealthRoute) Timeline(name string, now time.Time, span time.Duration, n int) (view.Timeline, bool) {
+	spec, ok := h.cfg.Checks[name]
+	if !ok || !spec.Probed() {
+		return view.Timeline{}, false
+	}
+	return histories.Timeline(spec.Fingerprint(), now, span, n)
+}
+
+// RecentChanges returns the n latest status changes of the block's checks, newest
+// first.
+func (h *HealthRoute) RecentChanges(n int) []view.CheckChange {
+	names := make(map[string]string, len(h.cfg.Checks))
+	for name, s := range h.cfg.Checks {
+		if s.Probed() {
+			names[s.Fingerprint()] = name
+		}
+	}
+	return histories.Latest(n, func(fp string) (string, bool) { nm, ok := names[fp]; return nm, ok })
+}

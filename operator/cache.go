@@ -90,6 +90,7 @@ func (s *server) current() *views {
 	blocks := s.op.blocksOf(s.scope)
 	v := &views{etag: tag, version: version, built: now, checks: checksOf(blocks), records: recordsOf(blocks)}
 	v.model = buildStatus(v.checks, v.records, now)
+	v.model.blocks = blocks
 	v.took = time.Since(now)
 	s.cache = v
 	return v

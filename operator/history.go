@@ -2,6 +2,7 @@ package operator
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/healthroute/healthroute/view"
 )
@@ -11,6 +12,12 @@ type HistoryBlock interface {
 	// History returns the history of the check name; ok is false when the block
 	// has no such check.
 	History(name string) (h view.History, ok bool)
+	// Timeline summarises the span before now of check name in n slots; ok is
+	// false when it has no history.
+	Timeline(name string, now time.Time, span time.Duration, n int) (view.Timeline, bool)
+	// RecentChanges returns the n latest status changes of the block's checks,
+	// newest first.
+	RecentChanges(n int) []view.CheckChange
 }
 
 // getHistory answers GET /v1/checks/NAME/history: the check's status changes,

@@ -76,17 +76,43 @@ func TestHistoryTwentyFlipsSurviveRestart(t *testing.T) {
 		}
 	}
 	checkTwenty(history())
+	pageTwenty(t, base)
 
 	// Restart: the same Corefile, the same history_dir.
 	srv.Stop()
 	srv = coretest.Start(t, corefile, port, "www.example.org")
 	after := history()
 	checkTwenty(after)
+	pageTwenty(t, base)
 	waitUntil(t, 10*time.Second, "web's last probe phases on /v1/checks", func() bool {
 		c := apiChecks(t, base)["web"]
 		return c.Phases != nil && c.Phases.ConnectMs > 0 && c.Phases.FirstByteMs > 0 && c.Phases.TotalMs >= c.Phases.FirstByteMs
 	}, func() string { return fmt.Sprintf("%+v", apiChecks(t, base)["web"].Phases) })
 	if code, body := httpDo(t, "GET", base+"/v1/checks/nosuch/history", "", ""); code != 404 {
 		t.Errorf("history of an unknown check: %d %s, want 404", code, body)
+	}
+}
+
+// pageTwenty checks that the status page's recent changes list web's 20 changes,
+// newest first: the last flip healed it.
+func pageTwenty(t *testing.T, base string) {
+	t.Helper()
+	_, page := httpDo(t, "GET", base+"/?refresh=0", "", "")
+	start, end := strings.Index(page, `<section class="recent"`), strings.Index(page, "</section>")
+	if start < 0 || end < start {
+		t.Fatalf("the status page has no recent changes section:\n%s", page)
+	}
+	items := strings.Split(page[start:end], "<li>")[1:]
+	if len(items) != 20 {
+		t.Fatalf("the page lists %d recent changes, want 20:\n%s", len(items), page[start:end])
+	}
+	for i, it := range items {
+		to := "healthy"
+		if i%2 == 1 {
+			to = "unhealthy"
+		}
+		if !strings.Contains(it, `href="#check-web"`) || !strings.Contains(it, `class="to-`+to+`"`) {
+			t.Errorf("recent change %d (newest first): %s; want check web to %s", i, it, to)
+		}
 	}
 }

@@ -41,3 +41,17 @@ type Phases struct {
 	FirstByteMs float64 `json:"first_byte_ms,omitempty"`
 	TotalMs     float64 `json:"total_ms"`
 }
+
+// Timeline is a check's recent past in equal slots, oldest first: for the status
+// page's timeline and latency sparkline.
+type Timeline struct {
+	Slots   []int8    // -1 no probe in the slot, 0 healthy throughout, 1 unhealthy at some time
+	Latency []float64 // average probe latency in the slot, ms; -1 for none
+	Changes int       // status changes in the span
+}
+
+// CheckChange is a change of the check named Check.
+type CheckChange struct {
+	Check string `json:"check"`
+	Change
+}
