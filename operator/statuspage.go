@@ -150,7 +150,7 @@ type statusData struct {
 	NOverrides int
 	// ChecksShown and TreesShown say which of how many (matching) items this page has.
 	ChecksShown, TreesShown shown
-	Prev, Next              string // links to the neighbouring pages; "" at an end
+	Prev, Next              string                   // links to the neighbouring pages; "" at an end
 	Recent                  []view.CheckChange       // the latest status changes, newest first
 	History                 map[string]*checkHistory // of the checks on this page, by name
 }
