@@ -118,6 +118,9 @@ func sparkSVG(lat []float64) template.HTML {
 		if top > 0 {
 			y = 19 - 18*v/top
 		}
+		if n == 1 { // a lone minute: a short dash, since a point draws nothing
+			fmt.Fprintf(&pts, "%.1f,%.1f ", max(float64(i)-1, 0), y)
+		}
 		fmt.Fprintf(&pts, "%d,%.1f ", i, y)
 	}
 	return template.HTML(fmt.Sprintf(`<svg class="spark" viewBox="0 0 %d 20" preserveAspectRatio="none" role="img" aria-label="probe latency over the last hour: latest %.1f ms, highest %.1f ms"><polyline points="%s"/></svg>`,

@@ -48,19 +48,19 @@ func TestStatusPageHistoryBrowser(t *testing.T) {
 		cs := apiChecks(t, base)
 		return cs["web"].Probes > 0 && cs["steady"].Probes > 0
 	}, checksJSON)
-	for i := range 6 { // ends unhealthy: solo fails open
+	for i := range 7 { // ends unhealthy: solo fails open
 		web.ok.Store(i%2 == 1)
 		want := i%2 == 1
 		waitUntil(t, 10*time.Second, fmt.Sprintf("web healthy=%v", want), func() bool { return apiChecks(t, base)["web"].Healthy == want }, checksJSON)
 	}
-	waitUntil(t, 10*time.Second, "6 changes of web in its history", func() bool {
+	waitUntil(t, 10*time.Second, "7 changes of web in its history", func() bool {
 		_, b := httpDo(t, http.MethodGet, base+"/v1/checks/web/history", "", "")
-		return strings.Count(b, `"reason"`) == 6
+		return strings.Count(b, `"reason"`) == 7
 	}, checksJSON)
 
 	dom := chromium(t, "--dump-dom", base+"/?refresh=0")
 	for _, want := range []string{`<section class="recent" id="recent"`, `<h2 id="recent-h">Recent changes</h2>`,
-		`<svg class="timeline"`, `aria-label="last 24 hours: 6 status changes`, `aria-label="last 24 hours: 0 status changes`,
+		`<svg class="timeline"`, `aria-label="last 24 hours: 7 status changes`, `aria-label="last 24 hours: 0 status changes`,
 		`<svg class="spark"`, `<polyline points="`, "status 503 outside 200-399", `class="to-unhealthy">healthy → unhealthy</span>`,
 		`<span class="badge resort">last resort: failing open</span>`} {
 		if !strings.Contains(dom, want) {
@@ -72,8 +72,8 @@ func TestStatusPageHistoryBrowser(t *testing.T) {
 	}
 	recent := dom[strings.Index(dom, `<section class="recent"`):]
 	recent = recent[:strings.Index(recent, "</section>")]
-	if n := strings.Count(recent, "<li>"); n != 6 {
-		t.Errorf("%d recent changes listed, want web's 6", n)
+	if n := strings.Count(recent, "<li>"); n != 7 {
+		t.Errorf("%d recent changes listed, want web's 7", n)
 	}
 	if first := strings.Index(recent, "<li>"); first < 0 || !strings.Contains(recent[first:first+400], "healthy → unhealthy") {
 		t.Errorf("the newest change listed first is not web's last failure:\n%s", recent)
@@ -83,7 +83,7 @@ func TestStatusPageHistoryBrowser(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	shots := map[string]string{"status-page-history.png": "1280,1100", "status-page-history-phone.png": "390,1800"}
+	shots := map[string]string{"status-page-history.png": "1280,1300", "status-page-history-phone.png": "390,2300"}
 	for name, size := range shots {
 		file := filepath.Join(dir, name)
 		chromium(t, "--screenshot="+file, "--window-size="+size, base+"/?refresh=0")
