@@ -199,3 +199,13 @@ func (h *HealthRoute) RecentChanges(n int) []view.CheckChange {
 	}
 	return histories.Latest(n, func(fp string) (string, bool) { nm, ok := names[fp]; return nm, ok })
 }
+
+// FailOpenHistory returns the times the block's record groups failed open that were
+// not over before from, latest first.
+func (h *HealthRoute) FailOpenHistory(from time.Time) []view.OpenSpan {
+	names := make(map[string]bool, len(h.cfg.Records))
+	for _, rs := range h.cfg.Records {
+		names[rs.Name] = true
+	}
+	return failing.since(from, names)
+}

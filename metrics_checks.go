@@ -2,7 +2,9 @@ package healthroute
 
 import (
 	"net"
+	"slices"
 	"sync"
+	"time"
 
 	"github.com/coredns/coredns/core/dnsserver"
 	"github.com/coredns/coredns/plugin"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/healthroute/healthroute/health"
 	"github.com/healthroute/healthroute/health/fleet"
+	"github.com/healthroute/healthroute/view"
 )
 
 // probeBuckets are the probe duration buckets: from a millisecond to 30 s, past
@@ -122,9 +125,20 @@ type failingOpen struct {
 	mu      sync.Mutex
 	byBlock map[*Resolver]map[[3]string]bool
 	count   map[[3]string]int // blocks in which each group fails open
+	spans   map[[3]string][]openSpan
 }
 
-var failing = failingOpen{byBlock: map[*Resolver]map[[3]string]bool{}, count: map[[3]string]int{}}
+// openSpan is one time a group failed open; end is zero while it does.
+type openSpan struct{ start, end time.Time }
+
+// Each group keeps its last maxOpenSpans times failing open, and none older than
+// openSpanAge once it is over: for the status page.
+const (
+	maxOpenSpans = 16
+	openSpanAge  = 24 * time.Hour
+)
+
+var failing = failingOpen{byBlock: map[*Resolver]map[[3]string]bool{}, count: map[[3]string]int{}, spans: map[[3]string][]openSpan{}}
 
 // set records whether r's group n fails open.
 func (f *failingOpen) set(r *Resolver, n *node, open bool) {
@@ -161,6 +175,23 @@ func (f *failingOpen) drop(r *Resolver) {
 }
 
 func (f *failingOpen) publishLocked(k [3]string) {
+	now := time.Now()
+	sp := f.spans[k]
+	open := len(sp) > 0 && sp[len(sp)-1].end.IsZero()
+	switch {
+	case f.count[k] > 0 && !open:
+		sp = append(sp, openSpan{start: now})
+	case f.count[k] <= 0 && open:
+		sp[len(sp)-1].end = now
+	}
+	for len(sp) > 0 && (len(sp) > maxOpenSpans || (!sp[0].end.IsZero() && now.Sub(sp[0].end) > openSpanAge)) {
+		sp = sp[1:]
+	}
+	if len(sp) == 0 {
+		delete(f.spans, k)
+	} else {
+		f.spans[k] = sp
+	}
 	if f.count[k] > 0 {
 		groupFailingOpen.WithLabelValues(k[:]...).Set(1)
 	} else {
@@ -242,5 +273,25 @@ func serverAddrs(c *dnsserver.Config) []string {
 		}
 		out = append(out, c.Transport+"://"+addr.String())
 	}
+	return out
+}
+
+// since returns the times the groups records names failed open that were not over
+// before from, latest start first.
+func (f *failingOpen) since(from time.Time, records map[string]bool) []view.OpenSpan {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []view.OpenSpan
+	for k, sp := range f.spans {
+		if !records[k[0]] {
+			continue
+		}
+		for _, s := range sp {
+			if s.end.IsZero() || !s.end.Before(from) {
+				out = append(out, view.OpenSpan{Record: k[0], Type: k[1], Policy: k[2], Start: s.start.UTC(), End: s.end.UTC()})
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b view.OpenSpan) int { return b.Start.Compare(a.Start) })
 	return out
 }

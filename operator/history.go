@@ -18,6 +18,9 @@ type HistoryBlock interface {
 	// RecentChanges returns the n latest status changes of the block's checks,
 	// newest first.
 	RecentChanges(n int) []view.CheckChange
+	// FailOpenHistory returns the times the block's record groups failed open that
+	// were not over before from, latest first.
+	FailOpenHistory(from time.Time) []view.OpenSpan
 }
 
 // getHistory answers GET /v1/checks/NAME/history: the check's status changes,

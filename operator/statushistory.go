@@ -22,7 +22,7 @@ const (
 	timelineSlots = 96 // 15 minutes each
 	sparkSpan     = time.Hour
 	sparkSlots    = 60 // one a minute
-	recentChanges = 20
+	recentChanges = 20 // also the most times failing open listed
 )
 
 // checkHistory is what the page shows of one check's past.
@@ -55,6 +55,17 @@ func (m *statusModel) addHistory(d *statusData) {
 	}
 	slices.SortStableFunc(d.Recent, func(a, b view.CheckChange) int { return b.Time.Compare(a.Time) })
 	d.Recent = d.Recent[:min(len(d.Recent), recentChanges)]
+	spans := map[view.OpenSpan]bool{}
+	for _, hb := range hbs {
+		for _, sp := range hb.FailOpenHistory(m.now.Add(-timelineSpan)) {
+			if !spans[sp] {
+				spans[sp] = true
+				d.FailedOpen = append(d.FailedOpen, sp)
+			}
+		}
+	}
+	slices.SortStableFunc(d.FailedOpen, func(a, b view.OpenSpan) int { return b.Start.Compare(a.Start) })
+	d.FailedOpen = d.FailedOpen[:min(len(d.FailedOpen), recentChanges)]
 	d.History = make(map[string]*checkHistory, len(d.Checks))
 	for _, c := range d.Checks {
 		for _, hb := range hbs {

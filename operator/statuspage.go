@@ -153,6 +153,7 @@ type statusData struct {
 	Prev, Next              string                   // links to the neighbouring pages; "" at an end
 	Recent                  []view.CheckChange       // the latest status changes, newest first
 	History                 map[string]*checkHistory // of the checks on this page, by name
+	FailedOpen              []view.OpenSpan          // times record groups failed open in the last 24 h, latest first
 }
 
 // shown is a section's place in the paging: items From to To (from 1) of Of.

@@ -78,6 +78,19 @@ func TestStatusPageHistoryBrowser(t *testing.T) {
 	if first := strings.Index(recent, "<li>"); first < 0 || !strings.Contains(recent[first:first+400], "healthy → unhealthy") {
 		t.Errorf("the newest change listed first is not web's last failure:\n%s", recent)
 	}
+	// solo.example.org. A failed open at each of web's 4 failures, the last until now.
+	if i := strings.Index(dom, `<section class="recent" id="failed-open"`); i < 0 {
+		t.Error("the page has no times failing open")
+	} else {
+		sec := dom[i:]
+		sec = sec[:strings.Index(sec, "</section>")]
+		if n := strings.Count(sec, `<a href="#record-solo.example.org.-A">solo.example.org. A</a> (weighted)`); n != 4 {
+			t.Errorf("solo.example.org. A listed failing open %d times, want 4:\n%s", n, sec)
+		}
+		if n := strings.Count(sec, "until now"); n != 1 {
+			t.Errorf("%d times failing open until now, want 1 (the latest)", n)
+		}
+	}
 	if t.Failed() {
 		t.Fatalf("page:\n%s", dom)
 	}

@@ -55,3 +55,12 @@ type CheckChange struct {
 	Check string `json:"check"`
 	Change
 }
+
+// OpenSpan is a time a record group failed open (every member unhealthy).
+type OpenSpan struct {
+	Record string    `json:"record"`
+	Type   string    `json:"type"`
+	Policy string    `json:"policy"`
+	Start  time.Time `json:"start"`
+	End    time.Time `json:"end,omitzero"` // zero: failing open now
+}
