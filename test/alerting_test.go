@@ -63,40 +63,8 @@ func TestAlertsAndDashboardOnRealPrometheus(t *testing.T) {
 	srv := coretest.Start(t, corefile, port, "www.example.org")
 	murl := fmt.Sprintf("http://127.0.0.1:%d/metrics", mport)
 
-	dir := t.TempDir()
-	amPort, promPort := coretest.FreePort(t), coretest.FreePort(t)
-	am := fmt.Sprintf("http://127.0.0.1:%d", amPort)
-	prom := fmt.Sprintf("http://127.0.0.1:%d", promPort)
-	writeConf(t, filepath.Join(dir, "alertmanager.yml"), "route:\n  receiver: nobody\n  group_wait: 1s\nreceivers:\n  - name: nobody\n")
-	amProc := startDaemon(t, dir, am+"/-/ready", "prometheus-alertmanager",
-		"--config.file=alertmanager.yml", "--storage.path="+filepath.Join(dir, "am"),
-		fmt.Sprintf("--web.listen-address=127.0.0.1:%d", amPort),
-		"--cluster.listen-address=") // no cluster listener (it would bind every address)
-
-	rules, err := os.ReadFile("../deploy/prometheus/healthroute.rules.yml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	short := regexp.MustCompile(`(?m)^(\s+for:) .*$`).ReplaceAll(rules, []byte("${1} "+alertFor.String()))
-	writeConf(t, filepath.Join(dir, "rules.yml"), string(short))
-	writeConf(t, filepath.Join(dir, "prometheus.yml"), fmt.Sprintf(`global:
-  scrape_interval: %s
-  evaluation_interval: %s
-rule_files: [rules.yml]
-alerting:
-  alertmanagers:
-    - api_version: v2
-      static_configs: [{targets: ["127.0.0.1:%d"]}]
-scrape_configs:
-  - job_name: coredns
-    static_configs: [{targets: ["127.0.0.1:%d"]}]
-`, alertScrape, alertEvaluate, amPort, mport))
-	promProc := startDaemon(t, dir, prom+"/-/ready", "prometheus",
-		"--config.file=prometheus.yml", "--storage.tsdb.path="+filepath.Join(dir, "data"),
-		fmt.Sprintf("--web.listen-address=127.0.0.1:%d", promPort))
-	logs := func() string {
-		return "prometheus:\n" + outputTail(promProc.output()) + "\nalertmanager:\n" + outputTail(amProc.output()) + "\ncoredns:\n" + outputTail(srv.Output())
-	}
+	prom, am, stackLogs := startAlertingStack(t, mport)
+	logs := func() string { return stackLogs() + "\ncoredns:\n" + outputTail(srv.Output()) }
 
 	queryN := func(n int) {
 		for range n {
@@ -145,6 +113,48 @@ scrape_configs:
 		return len(amActive(t, am, "HealthrouteCheckDown", nil)) == 0 && len(amActive(t, am, "HealthrouteRecordFailingOpen", nil)) == 0
 	}, logs)
 	t.Logf("both alerts resolved %v after the endpoint healed", time.Since(healed).Round(time.Millisecond))
+}
+
+// startAlertingStack starts Alertmanager and a Prometheus that scrapes the metrics
+// on 127.0.0.1:mport with the repository's rules (every `for` set to alertFor) and
+// sends its alerts to that Alertmanager; it returns their base URLs and a function
+// giving their recent output.
+func startAlertingStack(t *testing.T, mport int) (prom, am string, logs func() string) {
+	t.Helper()
+	dir := t.TempDir()
+	amPort, promPort := coretest.FreePort(t), coretest.FreePort(t)
+	am = fmt.Sprintf("http://127.0.0.1:%d", amPort)
+	prom = fmt.Sprintf("http://127.0.0.1:%d", promPort)
+	writeConf(t, filepath.Join(dir, "alertmanager.yml"), "route:\n  receiver: nobody\n  group_wait: 1s\nreceivers:\n  - name: nobody\n")
+	amProc := startDaemon(t, dir, am+"/-/ready", "prometheus-alertmanager",
+		"--config.file=alertmanager.yml", "--storage.path="+filepath.Join(dir, "am"),
+		fmt.Sprintf("--web.listen-address=127.0.0.1:%d", amPort),
+		"--cluster.listen-address=") // no cluster listener (it would bind every address)
+
+	rules, err := os.ReadFile("../deploy/prometheus/healthroute.rules.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	short := regexp.MustCompile(`(?m)^(\s+for:) .*$`).ReplaceAll(rules, []byte("${1} "+alertFor.String()))
+	writeConf(t, filepath.Join(dir, "rules.yml"), string(short))
+	writeConf(t, filepath.Join(dir, "prometheus.yml"), fmt.Sprintf(`global:
+  scrape_interval: %s
+  evaluation_interval: %s
+rule_files: [rules.yml]
+alerting:
+  alertmanagers:
+    - api_version: v2
+      static_configs: [{targets: ["127.0.0.1:%d"]}]
+scrape_configs:
+  - job_name: coredns
+    static_configs: [{targets: ["127.0.0.1:%d"]}]
+`, alertScrape, alertEvaluate, amPort, mport))
+	promProc := startDaemon(t, dir, prom+"/-/ready", "prometheus",
+		"--config.file=prometheus.yml", "--storage.tsdb.path="+filepath.Join(dir, "data"),
+		fmt.Sprintf("--web.listen-address=127.0.0.1:%d", promPort))
+	return prom, am, func() string {
+		return "prometheus:\n" + outputTail(promProc.output()) + "\nalertmanager:\n" + outputTail(amProc.output())
+	}
 }
 
 // dashboardQueriesAnswer runs every query of the repository's Grafana dashboard

@@ -50,32 +50,7 @@ func TestMetricsAnswerOperatorQuestions(t *testing.T) {
 	f := probingWaitMetrics(t, murl, 10*time.Second, "probes of web", func(f map[string]*dto.MetricFamily) bool {
 		return probingMetric(f, "probes_total", "check", "web", "result", "pass") > 0
 	})
-	exists := func(name string, labels ...string) bool {
-		want := map[string]string{}
-		for i := 0; i+1 < len(labels); i += 2 {
-			want[labels[i]] = labels[i+1]
-		}
-		fam := f[metricPrefix+name]
-		if fam == nil {
-			return false
-		}
-	metrics:
-		for _, m := range fam.Metric {
-			for k, v := range want {
-				found := false
-				for _, l := range m.Label {
-					if l.GetName() == k && l.GetValue() == v {
-						found = true
-					}
-				}
-				if !found {
-					continue metrics
-				}
-			}
-			return true
-		}
-		return false
-	}
+	exists := func(name string, labels ...string) bool { return hasSeries(f, metricPrefix+name, labels...) }
 	for _, s := range [][]string{
 		{"probes_total", "check", "web", "result", "fail"},
 		{"probes_total", "check", "down", "result", "pass"},
@@ -113,6 +88,45 @@ func TestMetricsAnswerOperatorQuestions(t *testing.T) {
 	if top < 30 {
 		t.Errorf("probe_duration_seconds' largest bucket is %v s, want 30 s: past every default probe timeout", top)
 	}
+	checkNoFleetDotted(t, f)
+	all := make([]*dto.MetricFamily, 0, len(f))
+	for _, fam := range f {
+		all = append(all, fam)
+	}
+	lintFamilies(t, all)
+
+	// A reload that fails (a property healthroute does not know) is counted.
+	srv.Reload(t, block("no_such_property 1"))
+	probingWaitMetrics(t, murl, 15*time.Second, "reloads_failed_total == 1", func(f map[string]*dto.MetricFamily) bool {
+		return probingMetric(f, "reloads_failed_total") == 1
+	})
+}
+
+// hasSeries reports whether family name has a series whose labels include the
+// name/value pairs labels.
+func hasSeries(f map[string]*dto.MetricFamily, name string, labels ...string) bool {
+	for _, m := range f[name].GetMetric() {
+		have := map[string]string{}
+		for _, l := range m.Label {
+			have[l.GetName()] = l.GetValue()
+		}
+		match := true
+		for i := 0; i+1 < len(labels); i += 2 {
+			if have[labels[i]] != labels[i+1] {
+				match = false
+			}
+		}
+		if match {
+			return true
+		}
+	}
+	return false
+}
+
+// checkNoFleetDotted fails the test for a fleet_* family (the server has no fleet)
+// and for a record or zone label value without its trailing dot.
+func checkNoFleetDotted(t *testing.T, f map[string]*dto.MetricFamily) {
+	t.Helper()
 	for name, fam := range f {
 		if strings.HasPrefix(name, metricPrefix+"fleet_") {
 			t.Errorf("%s is exported without a fleet block", name)
@@ -128,15 +142,4 @@ func TestMetricsAnswerOperatorQuestions(t *testing.T) {
 			}
 		}
 	}
-	all := make([]*dto.MetricFamily, 0, len(f))
-	for _, fam := range f {
-		all = append(all, fam)
-	}
-	lintFamilies(t, all)
-
-	// A reload that fails (a property healthroute does not know) is counted.
-	srv.Reload(t, block("no_such_property 1"))
-	probingWaitMetrics(t, murl, 15*time.Second, "reloads_failed_total == 1", func(f map[string]*dto.MetricFamily) bool {
-		return probingMetric(f, "reloads_failed_total") == 1
-	})
 }

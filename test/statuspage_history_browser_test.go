@@ -95,11 +95,18 @@ func TestStatusPageHistoryBrowser(t *testing.T) {
 		t.Fatalf("page:\n%s", dom)
 	}
 
+	screenshots(t, base+"/?refresh=0", map[string]string{"status-page-history.png": "1280,1300", "status-page-history-phone.png": "390,2300"})
+}
+
+// screenshots takes a screenshot of url in chromium for each file name and window
+// size of shots; each must be a real image. With UPDATE_SCREENSHOTS=1 they are
+// written into docs/.
+func screenshots(t *testing.T, url string, shots map[string]string) {
+	t.Helper()
 	dir := t.TempDir()
-	shots := map[string]string{"status-page-history.png": "1280,1300", "status-page-history-phone.png": "390,2300"}
 	for name, size := range shots {
 		file := filepath.Join(dir, name)
-		chromium(t, "--screenshot="+file, "--window-size="+size, base+"/?refresh=0")
+		chromium(t, "--screenshot="+file, "--window-size="+size, url)
 		b, err := os.ReadFile(file)
 		if err != nil || len(b) < 10_000 || !bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n")) {
 			t.Fatalf("screenshot %s: %d bytes, %v", name, len(b), err)
