@@ -80,6 +80,29 @@ func (k *historyKeeper) observe(snap *health.Snapshot) {
 	})
 }
 
+// start runs the keeper's upkeep until close: every historySaveEvery it drops the
+// histories of checks no block holds any more and, with a history_dir, saves them
+// when they changed.
+func (k *historyKeeper) start() {
+	stop := make(chan struct{})
+	k.done = make(chan struct{})
+	k.cancel = func() { close(stop) }
+	go func() {
+		defer close(k.done)
+		t := time.NewTicker(historySaveEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+			histories.Retain(func(fp string) bool { _, ok := k.sched.Info(fp); return ok })
+			k.save(false)
+		}
+	}()
+}
+
 // useDir loads the histories saved in dir and saves them there from now on; the
 // first block with a history_dir sets it for the process.
 func (k *historyKeeper) useDir(dir string) {
@@ -95,43 +118,27 @@ func (k *historyKeeper) useDir(dir string) {
 	if err := histories.Load(dir); err != nil {
 		log.Errorf("api: history_dir: %v: starting with empty histories", err)
 	}
-	stop := make(chan struct{})
-	k.done = make(chan struct{})
-	k.cancel = func() { close(stop) }
-	sched, done := k.sched, k.done
-	go func() {
-		defer close(done)
-		t := time.NewTicker(historySaveEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-			}
-			histories.Retain(func(fp string) bool { _, ok := sched.Info(fp); return ok })
-			if histories.Dirty() {
-				if err := histories.Save(dir); err != nil {
-					log.Errorf("api: history_dir: saving the histories: %v", err)
-				}
-			}
-		}
-	}()
 }
 
-// close stops saving and saves once more: the last block is shutting down.
-func (k *historyKeeper) close() {
+// save writes the histories to the history_dir, if there is one, when they changed
+// (always, with force).
+func (k *historyKeeper) save(force bool) {
 	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.cancel == nil {
+	dir := k.dir
+	k.mu.Unlock()
+	if dir == "" || !(force || histories.Dirty()) {
 		return
 	}
-	k.cancel()
-	<-k.done
-	if err := histories.Save(k.dir); err != nil {
+	if err := histories.Save(dir); err != nil {
 		log.Errorf("api: history_dir: saving the histories: %v", err)
 	}
-	k.cancel, k.dir = nil, ""
+}
+
+// close stops the upkeep and saves once more: the last block is shutting down.
+func (k *historyKeeper) close() {
+	k.cancel()
+	<-k.done
+	k.save(true)
 }
 
 // History returns the history of the block's check name: its status changes and

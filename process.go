@@ -54,6 +54,7 @@ func (r *registry) acquire(cfg *Config) *health.Scheduler {
 			}
 		}
 		r.unsub = r.sched.Subscribe(r.hist.observe)
+		r.hist.start()
 		r.sched.Start(context.Background())
 	} else if cfg.Fleet != nil && r.fl == nil {
 		// A later block (or a reload) brings the first fleet block: join now. Checks
