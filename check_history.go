@@ -16,7 +16,7 @@ import (
 
 // historySaveEvery is how often the histories are saved to the history directory
 // when they changed (and once more when the last block shuts down).
-const historySaveEvery = 30 * time.Second
+const historySaveEvery = 5 * time.Minute
 
 // histories is the process's check histories: every probe result and every change
 // of a check's published status (after the fleet's quorum, before invert and

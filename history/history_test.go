@@ -3,6 +3,8 @@ package history
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -184,4 +186,24 @@ func flap(s *Store, n int, span, every time.Duration, changeEvery int) {
 		}
 		step++
 	}
+}
+
+// BenchmarkSaveDay10000 saves 10,000 checks' full day of history (one probe a
+// minute, a change an hour) and reports the file's size.
+func BenchmarkSaveDay10000(b *testing.B) {
+	s := New()
+	flap(s, 10_000, 24*time.Hour, time.Minute, 60)
+	dir := b.TempDir()
+	b.ResetTimer()
+	for range b.N {
+		if err := s.Save(dir); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	fi, err := os.Stat(filepath.Join(dir, FileName))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(fi.Size()), "file-bytes")
 }
