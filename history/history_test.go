@@ -70,7 +70,7 @@ func TestChangesInOrderAcrossSave(t *testing.T) {
 }
 
 // TestLoadWithoutFile: a history directory without a saved file is empty, no error;
-// a file that is not a history is an error naming it.
+// a file that is not a history, or is cut short, is an error naming it.
 func TestLoadWithoutFile(t *testing.T) {
 	dir := t.TempDir()
 	s := New()
@@ -80,6 +80,22 @@ func TestLoadWithoutFile(t *testing.T) {
 	writeFile(t, dir, "not a history")
 	if err := s.Load(dir); err == nil || !strings.Contains(err.Error(), FileName) {
 		t.Fatalf("Load of a garbage file: %v, want an error naming %s", err, FileName)
+	}
+	// A file cut short (a full disk) is refused whole, not half read.
+	full := New()
+	for i := range 10 {
+		full.Change(fmt.Sprint("fp", i), "web", epoch.Add(time.Duration(i)*time.Minute), i%2 == 0, "reason", nil)
+	}
+	if err := full.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, string(b[:len(b)/2]))
+	if err := s.Load(dir); err == nil || s.Len() != 0 {
+		t.Fatalf("Load of a truncated file: %v, %d checks loaded; want an error and none", err, s.Len())
 	}
 }
 
