@@ -30,7 +30,7 @@ var (
 	}, []string{"check"})
 	probePhase = promauto.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: plugin.Namespace, Subsystem: "healthroute", Name: "probe_phase_duration_seconds",
-		Help: "Phases of probes: connect and tls (their own durations), first_byte and total (from the probe's start).", Buckets: probeBuckets,
+		Help: "Phases of probes: connect and tls (their own durations) and first_byte (from the probe's start); the whole probe is probe_duration_seconds.", Buckets: phaseBuckets,
 	}, []string{"check", "phase"})
 	transitionsTotal = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace, Subsystem: "healthroute", Name: "check_transitions_total",
@@ -95,6 +95,7 @@ func (probeObserver) Probed(spec *health.Spec, err error, took time.Duration) {
 }
 
 func (probeObserver) Phased(spec *health.Spec, p health.Phases) {
+	p.Total = 0 // probe_duration_seconds has it
 	p.Each(func(phase string, d time.Duration) { probePhase.WithLabelValues(spec.Name, phase).Observe(d.Seconds()) })
 }
 

@@ -17,11 +17,16 @@ import (
 	"github.com/healthroute/healthroute/view"
 )
 
-// probeBuckets are the probe duration buckets: from a millisecond to 30 s, past
-// every default probe budget (8 s for http with match, 10 s for tcp) and the
-// longest timeout a check is likely to set, so a quantile can show a slow or a
-// timed-out probe rather than saturate at the last bucket.
-var probeBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 20, 30}
+// probeBuckets are the probe duration buckets: past every default probe budget
+// (6 s for http, 8 s with match, 10 s for tcp) to 30 s, so a quantile can show a
+// slow or a timed-out probe rather than saturate at the last bucket. They are few,
+// as CoreDNS's SlimTimeBuckets are: each check has a histogram, and a scrape of
+// 10,000 checks must stay small.
+var probeBuckets = []float64{.0025, .025, .1, .5, 1, 2.5, 5, 10, 30}
+
+// phaseBuckets are the probe phase buckets (connect, TLS, first byte): fewer still,
+// a check has up to three.
+var phaseBuckets = []float64{.001, .01, .05, .25, 1, 5, 30}
 
 var (
 	reloadsFailed = promauto.NewCounter(prometheus.CounterOpts{

@@ -67,11 +67,13 @@ func TestMetricsAnswerOperatorQuestions(t *testing.T) {
 		{"check_record_groups", "check", "down", "record", "api.example.org.", "type", "A", "policy", "weighted"},
 		{"probe_phase_duration_seconds", "check", "web", "phase", "connect"},
 		{"probe_phase_duration_seconds", "check", "web", "phase", "first_byte"},
-		{"probe_phase_duration_seconds", "check", "web", "phase", "total"},
 	} {
 		if !exists(s[0], s[1:]...) {
 			t.Errorf("%s%v is not exported\n%s", s[0], s[1:], series(f, metricPrefix+s[0]))
 		}
+	}
+	if exists("probe_phase_duration_seconds", "phase", "total") {
+		t.Error("probe_phase_duration_seconds has a total phase: probe_duration_seconds is the total")
 	}
 	if exists("check_record_groups", "check", "down", "record", "www.example.org.") {
 		t.Errorf("check_record_groups maps down to www.example.org., which it does not guard\n%s", series(f, metricPrefix+"check_record_groups"))
