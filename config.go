@@ -94,6 +94,7 @@ type Config struct {
 	LatencyTable string                  // path of the latency CSV, "" for none
 	latency      *latencyTable           // the table parse loaded, taken by the first Resolver
 	API          *APIConfig              // nil: no HTTP API
+	Webhook      *WebhookConfig          // nil: no status-change notifications
 	Checks       map[string]*health.Spec // by name
 	Records      []*RecordSet            // in Corefile order
 	MaxInFlight  int
@@ -167,11 +168,12 @@ type SOAConfig struct {
 	Serial, Refresh, Retry, Expire, Minimum uint32
 }
 
-// APIConfig is the `api ADDRESS [{ token_file FILE }]` property.
+// APIConfig is the `api ADDRESS [{ token_file FILE; history_dir DIR }]` property.
 type APIConfig struct {
-	Addr      string // host:port to listen on
-	TokenFile string // bearer token for overrides; "" refuses overrides (403)
-	at        pos    // the api line, named when the listener cannot start
+	Addr       string // host:port to listen on
+	TokenFile  string // bearer token for overrides; "" refuses overrides (403)
+	HistoryDir string // where check histories are saved across restarts; "" keeps them in memory only
+	at         pos    // the api line, named when the listener cannot start
 }
 
 // Region is a named place, for latency and geoproximity.

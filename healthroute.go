@@ -21,6 +21,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/healthroute/healthroute/health"
+	"github.com/healthroute/healthroute/notify"
 	"github.com/healthroute/healthroute/operator"
 	"github.com/healthroute/healthroute/view"
 )
@@ -32,10 +33,13 @@ type HealthRoute struct {
 	cfg            *Config
 	resolver       *Resolver
 	reg            *registry
-	stop           func()                        // ends the snapshot subscription
-	unwatch        func()                        // stops the latency_table and route53 watchers
-	serverCounters sync.Map                      // server -> *queryCounters
-	lastCounters   atomic.Pointer[queryCounters] // the last server's, for the common one-server case
+	stop           func()                          // ends the snapshot subscription
+	unwatch        func()                          // stops the latency_table and route53 watchers
+	serverCounters sync.Map                        // server -> *queryCounters
+	lastCounters   atomic.Pointer[queryCounters]   // the last server's, for the common one-server case
+	servers        []string                        // the server addresses the block listens on (metrics' server label)
+	sched          *health.Scheduler               // set by OnStartup, for the publish hook (which must not take the registry's lock)
+	notifier       atomic.Pointer[notify.Notifier] // the block's webhook, nil without one
 }
 
 // latencyTablePeriod is how often the latency_table and route53 files are checked for
@@ -49,6 +53,11 @@ func New(cfg *Config) *HealthRoute { return newHandler(cfg, shared) }
 // newHandler is New with its own registry, for tests.
 func newHandler(cfg *Config, reg *registry) *HealthRoute {
 	h := &HealthRoute{cfg: cfg, resolver: NewResolver(cfg), reg: reg}
+	observe := h.resolver.onPublish
+	h.resolver.onPublish = func(prev, next *table, took time.Duration) {
+		observe(prev, next, took)
+		h.notifyPublication(prev, next)
+	}
 	parsed.Store(true)
 	return h
 }
@@ -273,6 +282,8 @@ func (h *HealthRoute) OnStartup() error {
 		return plugin.Error(pluginName, err)
 	}
 	sched := h.reg.acquire(h.cfg)
+	h.sched = sched
+	initCheckSeries(h.cfg)
 	specs := h.specs()
 	sched.Acquire(specs)
 	h.stop = sched.Subscribe(h.resolver.Publish)
@@ -290,6 +301,12 @@ func (h *HealthRoute) OnStartup() error {
 			h.reg.releaseControls(h.cfg)
 			return plugin.Error(pluginName, fmt.Errorf("%s:%d - api %s: %w", a.at.file, a.at.line, a.Addr, err))
 		}
+	}
+	if w := h.cfg.Webhook; w != nil {
+		h.notifier.Store(h.reg.acquireNotifier(w))
+	}
+	if a := h.cfg.API; a != nil && a.HistoryDir != "" {
+		h.reg.useHistoryDir(a.HistoryDir)
 	}
 	if path := h.cfg.LatencyTable; path != "" {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -311,6 +328,9 @@ func (h *HealthRoute) OnStartup() error {
 		}
 	}
 	h.adoptCounters()
+	for _, s := range h.servers { // the last-resort series exist from the start
+		h.counters(s)
+	}
 	h.reg.started(h)
 	if parsed.Swap(false) {
 		debug.FreeOSMemory()
@@ -333,6 +353,10 @@ func (h *HealthRoute) OnShutdown() error {
 	}
 	h.reg.op.Unregister(h)
 	h.dropCheckSeries()
+	failing.drop(h.resolver)
+	if w := h.cfg.Webhook; w != nil && h.notifier.Swap(nil) != nil {
+		h.reg.releaseNotifier(w)
+	}
 	if h.unwatch != nil {
 		h.unwatch()
 		h.unwatch = nil
@@ -358,7 +382,7 @@ func (h *HealthRoute) dropCheckSeries() {
 	blocks := h.reg.op.Blocks()
 	for name := range h.cfg.Checks {
 		if !slices.ContainsFunc(blocks, func(b operator.Block) bool { return b.HasCheck(name) }) {
-			checkHealthy.DeleteLabelValues(name)
+			dropCheckFamilies(name)
 		}
 	}
 }

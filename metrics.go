@@ -26,8 +26,12 @@ var (
 	}, []string{"check", "result"})
 	probeDuration = promauto.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: plugin.Namespace, Subsystem: "healthroute", Name: "probe_duration_seconds",
-		Help: "Time a probe took.", Buckets: plugin.SlimTimeBuckets,
+		Help: "Time a probe took.", Buckets: probeBuckets,
 	}, []string{"check"})
+	probePhase = promauto.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: plugin.Namespace, Subsystem: "healthroute", Name: "probe_phase_duration_seconds",
+		Help: "Phases of probes: connect and tls (their own durations) and first_byte (from the probe's start); the whole probe is probe_duration_seconds.", Buckets: phaseBuckets,
+	}, []string{"check", "phase"})
 	transitionsTotal = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace, Subsystem: "healthroute", Name: "check_transitions_total",
 		Help: "Changes of a check's probed state, by the state changed to: healthy or unhealthy.",
@@ -86,7 +90,13 @@ func (probeObserver) Probed(spec *health.Spec, err error, took time.Duration) {
 		result = "fail"
 	}
 	probesTotal.WithLabelValues(spec.Name, result).Inc()
+	histories.Probe(spec.Fingerprint(), spec.Name, time.Now(), err == nil, took)
 	probeDuration.WithLabelValues(spec.Name).Observe(took.Seconds())
+}
+
+func (probeObserver) Phased(spec *health.Spec, p health.Phases) {
+	p.Total = 0 // probe_duration_seconds has it
+	p.Each(func(phase string, d time.Duration) { probePhase.WithLabelValues(spec.Name, phase).Observe(d.Seconds()) })
 }
 
 func (probeObserver) Started(spec *health.Spec, lag time.Duration) {
@@ -126,6 +136,7 @@ func (r *Resolver) observePublication(prev, t *table, took time.Duration) {
 	for _, n := range nodes {
 		was := prev != nil && prev.state(n.id).failOpen
 		if now := t.state(n.id).failOpen; now != was && !n.dynHealth {
+			failing.set(r, n, now)
 			if now {
 				log.Warningf("record %s %s: every member is unhealthy: answering as if all were healthy (last resort)", n.set.Name, dns.TypeToString[n.qtype])
 			} else if prev != nil {

@@ -103,8 +103,11 @@ func (f *answerFamily) Collect(ch chan<- prometheus.Metric) {
 	for _, qc := range counting.all {
 		c := &qc.c[f.which]
 		moved := qc.next.Load() != nil
+		// A running block's last-resort series exist at 0 (alerts and ratios need
+		// them before the first); answers_total's, one per member, only once counted.
+		zeros := f.which == resortSeries && !moved && !qc.retired
 		walkSeries(qc.cfg, f.which, func(n int32, zone, record, member string) {
-			if v := c.n[n].Load(); v > 0 && !(moved && c.remap[n] >= 0) { // moved: the successor reports it
+			if v := c.n[n].Load(); (v > 0 || zeros) && !(moved && c.remap[n] >= 0) { // moved: the successor reports it
 				metric(v, qc.server, zone, record, member)
 			}
 		})

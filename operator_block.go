@@ -119,6 +119,7 @@ func (h *HealthRoute) Checks() []view.Check {
 				v.LastError, v.LastProbe, v.LastChange = in.LastErr, in.LastProbe, in.LastChange
 				v.LastLatency = float64(in.LastLatency.Microseconds()) / 1000
 				v.Probes, v.Failures = in.Probes, in.Failures
+				v.Phases = phasesView(in.LastPhases)
 			}
 		}
 	}

@@ -22,6 +22,11 @@ type registry struct {
 	sched *health.Scheduler
 	op    operator.Operator // blocks, overrides and API listeners
 	fl    *fleet.Fleet      // nil without a fleet
+	hist  *historyKeeper    // records status changes into histories; nil when nothing runs
+	unsub func()            // ends hist's subscription
+	// notifiers are the running webhooks, by URL and secret, shared by the blocks
+	// (and across reloads) that configure the same one.
+	notifiers map[string]*sharedNotifier
 
 	// The replicated control state, opened by the first block with routing
 	// controls (ctlCfgs: those blocks, in acquire order) and kept across reloads.
@@ -48,16 +53,21 @@ func (r *registry) acquire(cfg *Config) *health.Scheduler {
 		agent := health.UserAgent("")
 		r.sched = &health.Scheduler{Observer: probeObserver{},
 			NewChecker: func(s *health.Spec) (health.Checker, error) { return health.NewChecker(s, agent) }}
+		r.hist = &historyKeeper{sched: r.sched}
 		if cfg.Fleet != nil {
 			if r.fl = startFleet(cfg.Fleet, r.sched); r.fl != nil {
 				agent = health.UserAgent(r.fl.Name()) // probes say which checker sent them
+				r.hist.fl.Store(r.fl)
 			}
 		}
+		r.unsub = r.sched.Subscribe(r.hist.observe)
+		r.hist.start()
 		r.sched.Start(context.Background())
 	} else if cfg.Fleet != nil && r.fl == nil {
 		// A later block (or a reload) brings the first fleet block: join now. Checks
 		// already probing keep the User-Agent they started with.
 		r.fl = startFleet(cfg.Fleet, r.sched)
+		r.hist.fl.Store(r.fl)
 		r.sched.Republish()
 	} else if cfg.Fleet != nil && r.fl.Name() != cfg.Fleet.Name {
 		log.Warningf("fleet: already running as %s; a changed fleet block takes effect on restart", r.fl.Name())
@@ -102,6 +112,7 @@ func startFleet(fc *fleet.Config, sched *health.Scheduler) *fleet.Fleet {
 		return nil
 	}
 	sched.Aggregator = f
+	registerFleetMetrics()
 	return f
 }
 
@@ -124,8 +135,10 @@ func (r *registry) release(cfg *Config) {
 	}
 	r.refreshControlsLocked()
 	if r.refs--; r.refs == 0 {
+		r.unsub()
 		r.sched.Stop()
-		r.sched = nil
+		r.hist.close() // saves the histories a last time, with a history_dir
+		r.sched, r.hist, r.unsub = nil, nil, nil
 		if r.fl != nil {
 			r.fl.Stop() // leaves, so the others drop this member at once
 			r.fl = nil
@@ -172,11 +185,23 @@ func (r *registry) commitReload() {
 // that they neither keep probing nor show on the API.
 func (r *registry) abortReload() error {
 	r.mu.Lock()
-	pending := r.pending
+	pending, failed := r.pending, r.reloading
 	r.reloading, r.pending = false, nil
 	r.mu.Unlock()
+	if failed { // once per reload, though each block of the running instance calls this
+		reloadsFailed.Inc()
+	}
 	for _, h := range pending {
 		h.OnShutdown()
 	}
 	return nil
+}
+
+// useHistoryDir keeps the histories in dir (the api's history_dir) from now on.
+func (r *registry) useHistoryDir(dir string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.hist != nil {
+		r.hist.useDir(dir)
+	}
 }

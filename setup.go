@@ -36,6 +36,7 @@ func setup(c *caddy.Controller) error {
 		return plugin.Error(pluginName, err)
 	}
 	h := New(cfg)
+	h.servers = serverAddrs(dnsserver.GetConfig(c))
 	c.OnStartup(h.OnStartup)   // acquire shared state, start probing; never in parse
 	c.OnShutdown(h.OnShutdown) // on reload this runs after the new instance started
 	c.OnRestart(h.reg.beginReload)
@@ -63,7 +64,7 @@ func parse(c *caddy.Controller) (*Config, error) {
 	opts := seen{}
 	err := block(c, func(key string, args []string) error {
 		switch key {
-		case "ttl", "fallthrough", "soa", "ns", "max_probes", "max_file_size", "latency_table", "api":
+		case "ttl", "fallthrough", "soa", "ns", "max_probes", "max_file_size", "latency_table", "api", "webhook":
 			if err := opts.once(c, "", key); err != nil {
 				return err
 			}
@@ -117,6 +118,12 @@ func parse(c *caddy.Controller) (*Config, error) {
 				return err
 			}
 			cfg.API = a
+		case "webhook":
+			w, err := parseWebhook(c, args)
+			if err != nil {
+				return err
+			}
+			cfg.Webhook = w
 		case "fleet":
 			if len(args) != 0 {
 				return c.ArgErr()
@@ -260,6 +267,12 @@ func parseAPI(c *caddy.Controller, args []string) (*APIConfig, error) {
 				names[t.Name] = true
 			}
 			a.TokenFile = path
+		case "history_dir":
+			dir, err := parseHistoryDir(c, opts, v)
+			if err != nil {
+				return err
+			}
+			a.HistoryDir = dir
 		default:
 			return c.Errf("api: unknown property '%s'", key)
 		}

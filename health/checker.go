@@ -127,13 +127,17 @@ func (e localError) Error() string { return e.err.Error() }
 func (e localError) Unwrap() error { return e.err }
 
 // trace collects what a probe's dials saw, across the goroutines a library may
-// dial from.
-type trace struct{ local atomic.Bool }
+// dial from, and how long its phases took.
+type trace struct {
+	local atomic.Bool
+	clock phaseClock
+}
 
 type traceKey struct{}
 
 func withTrace(ctx context.Context, tr *trace) context.Context {
-	return context.WithValue(ctx, traceKey{}, tr)
+	tr.clock.start = time.Now()
+	return withPhaseTrace(context.WithValue(ctx, traceKey{}, tr), tr)
 }
 
 // traceFrom returns ctx's trace, nil when it has none (a probe run outside the
@@ -148,11 +152,16 @@ func traceFrom(ctx context.Context) *trace {
 // failure of this process's own, so the scheduler can tell it from the endpoint's.
 func (tr *trace) dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	var d net.Dialer
+	start := time.Now()
 	c, err := d.DialContext(ctx, network, addr)
 	out := outOfFDs(err)
 	if out && fdReserve.take() {
+		start = time.Now()
 		c, err = d.DialContext(ctx, network, addr)
 		out = outOfFDs(err)
+	}
+	if err == nil {
+		tr.noteConnect(time.Since(start))
 	}
 	if err != nil && tr != nil && (out || IsLocal(err)) {
 		tr.local.Store(true)

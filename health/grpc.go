@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -23,6 +24,7 @@ type grpcChecker struct {
 	target  string
 	opts    []grpc.DialOption
 	service string
+	tls     credentials.TransportCredentials // nil: plaintext
 }
 
 func newGRPCChecker(spec *Spec, agent string) (Checker, error) {
@@ -48,7 +50,7 @@ func newGRPCChecker(spec *Spec, agent string) (Checker, error) {
 			port = "443"
 		}
 	}
-	creds := insecure.NewCredentials()
+	var tlsCreds credentials.TransportCredentials
 	if secure {
 		name := spec.Host
 		if h, _, err := net.SplitHostPort(name); err == nil {
@@ -61,10 +63,9 @@ func newGRPCChecker(spec *Spec, agent string) (Checker, error) {
 		if net.ParseIP(name) == nil {
 			tc.ServerName = name
 		}
-		creds = credentials.NewTLS(tc)
+		tlsCreds = credentials.NewTLS(tc)
 	}
 	opts := []grpc.DialOption{
-		grpc.WithTransportCredentials(creds),
 		grpc.WithUserAgent(agent),
 		grpc.WithNoProxy(),
 		grpc.WithDisableRetry(),
@@ -75,7 +76,7 @@ func newGRPCChecker(spec *Spec, agent string) (Checker, error) {
 		opts = append(opts, grpc.WithAuthority(spec.Host))
 	}
 	// passthrough: the address is dialled as given, with no resolver goroutine.
-	return &grpcChecker{target: "passthrough:///" + net.JoinHostPort(u.Hostname(), port), opts: opts, service: spec.Service}, nil
+	return &grpcChecker{target: "passthrough:///" + net.JoinHostPort(u.Hostname(), port), opts: opts, service: spec.Service, tls: tlsCreds}, nil
 }
 
 // Check passes when the health service answers SERVING before ctx ends.
@@ -90,7 +91,11 @@ func (g *grpcChecker) Check(ctx context.Context) error {
 		}
 		return newBudgetConn(c, maxGRPCBytes), nil
 	})
-	cc, err := grpc.NewClient(g.target, append(g.opts[:len(g.opts):len(g.opts)], dial)...)
+	creds := insecure.NewCredentials()
+	if g.tls != nil {
+		creds = timedCreds{g.tls, tr}
+	}
+	cc, err := grpc.NewClient(g.target, append(g.opts[:len(g.opts):len(g.opts)], dial, grpc.WithTransportCredentials(creds))...)
 	if err != nil {
 		return err
 	}
@@ -99,8 +104,28 @@ func (g *grpcChecker) Check(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("health check: %w", err)
 	}
+	tr.noteFirstByte() // the response has arrived
 	if s := resp.GetStatus(); s != healthpb.HealthCheckResponse_SERVING {
 		return fmt.Errorf("service %q is %s", g.service, s)
 	}
 	return nil
+}
+
+// timedCreds records the TLS handshake of a probe's connection on its trace.
+type timedCreds struct {
+	credentials.TransportCredentials
+	tr *trace
+}
+
+func (c timedCreds) ClientHandshake(ctx context.Context, authority string, raw net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	start := time.Now()
+	conn, info, err := c.TransportCredentials.ClientHandshake(ctx, authority, raw)
+	if err == nil {
+		c.tr.noteTLS(time.Since(start))
+	}
+	return conn, info, err
+}
+
+func (c timedCreds) Clone() credentials.TransportCredentials {
+	return timedCreds{c.TransportCredentials.Clone(), c.tr}
 }

@@ -134,7 +134,7 @@ func (c *httpChecker) Check(ctx context.Context) error {
 
 	if c.tls != nil {
 		tc := tls.Client(conn, c.tls)
-		if err := tc.Handshake(); err != nil {
+		if err := timedHandshake(traceFrom(ctx), tc); err != nil {
 			return fmt.Errorf("tls handshake: %w", err)
 		}
 		conn = tc
@@ -142,7 +142,7 @@ func (c *httpChecker) Check(ctx context.Context) error {
 	if _, err := conn.Write(c.request); err != nil {
 		return fmt.Errorf("sending request: %w", err)
 	}
-	return c.judge(conn, func() error { return setDeadline(ctx, conn, c.body) })
+	return c.judge(&firstByteReader{conn, traceFrom(ctx)}, func() error { return setDeadline(ctx, conn, c.body) })
 }
 
 // judge reads a response from r and decides the probe: the status line and

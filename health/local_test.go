@@ -107,7 +107,7 @@ func TestProbeOutOfDescriptorsUsesReserve(t *testing.T) {
 	restore := fillFDs(t)
 	defer restore()
 	for i := range 2 * ReserveFDs {
-		if _, err := s.probe(t.Context(), c, sp); err != nil {
+		if _, _, err := s.probe(t.Context(), c, sp); err != nil {
 			t.Fatalf("probe %d out of descriptors: %v; want it run on the reserve", i, err)
 		}
 		fdReserve.fill() // as the scheduler does after each probe
@@ -120,7 +120,7 @@ func TestProbeOutOfDescriptorsUsesReserve(t *testing.T) {
 	held := fdReserve.files
 	fdReserve.files = nil
 	fdReserve.mu.Unlock()
-	_, err = s.probe(t.Context(), c, sp)
+	_, _, err = s.probe(t.Context(), c, sp)
 	for _, f := range held {
 		f.Close()
 	}
@@ -171,16 +171,16 @@ func TestProbeOutOfDescriptorsIsLocal(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := s.probe(t.Context(), c, sp); err != nil {
+			if _, _, err := s.probe(t.Context(), c, sp); err != nil {
 				t.Fatalf("probe of a healthy endpoint failed: %v", err)
 			}
 			restore := exhaustFDs(t)
-			_, err = s.probe(t.Context(), c, sp)
+			_, _, err = s.probe(t.Context(), c, sp)
 			restore()
 			if !IsLocal(err) {
 				t.Fatalf("probe out of descriptors: %v; want a local error", err)
 			}
-			if _, err := s.probe(t.Context(), c, sp); err != nil {
+			if _, _, err := s.probe(t.Context(), c, sp); err != nil {
 				t.Fatalf("probe with descriptors back failed: %v", err)
 			}
 		})
@@ -204,7 +204,7 @@ func TestProbeLookupOutOfDescriptorsIsLocal(t *testing.T) {
 	}
 	var s Scheduler
 	restore := exhaustFDs(t)
-	_, err = s.probe(t.Context(), c, sp)
+	_, _, err = s.probe(t.Context(), c, sp)
 	restore()
 	var dnsErr *net.DNSError
 	if !errors.As(err, &dnsErr) || !IsLocal(err) {

@@ -39,6 +39,7 @@ type Info struct {
 	LastProbe   time.Time     // end of the last probe
 	LastChange  time.Time     // when State.Down last flipped
 	LastLag     time.Duration // how long after its due time the last probe started
+	LastPhases  Phases        // the last probe's connect, TLS, first byte and total
 	Probes      uint64
 	Failures    uint64
 	LocalErrors uint64 // probes that could not run for this process's own lack of resources
@@ -385,7 +386,7 @@ func (s *Scheduler) run(ctx context.Context, e *entry) {
 		}
 		lag := time.Since(due)
 		s.started(e, lag)
-		took, err := s.probe(ctx, checker, spec)
+		took, ph, err := s.probe(ctx, checker, spec)
 		s.slots.release()
 		last = took
 		fdReserve.fill()
@@ -398,7 +399,7 @@ func (s *Scheduler) run(ctx context.Context, e *entry) {
 		if err != nil && IsLocal(err) {
 			s.skipped(e, err)
 		} else {
-			s.record(e, err, took)
+			s.record(e, err, took, ph)
 		}
 	}
 }
@@ -477,19 +478,20 @@ func (s *Scheduler) jitter(interval time.Duration) time.Duration {
 }
 
 // probe runs one probe under the check's budget; a panic in a checker fails the probe.
-func (s *Scheduler) probe(ctx context.Context, c Checker, spec *Spec) (took time.Duration, err error) {
+func (s *Scheduler) probe(ctx context.Context, c Checker, spec *Spec) (took time.Duration, ph Phases, err error) {
 	b := budget(spec)
 	ctx, cancel := context.WithTimeout(ctx, b)
 	defer cancel()
 	start := time.Now()
+	tr := new(trace)
 	defer func() {
 		if r := recover(); r != nil {
 			log.Errorf("check %s: probe panicked: %v", spec.Name, r)
 			err = errors.New("probe panicked")
 		}
 		took = time.Since(start)
+		ph = tr.clock.phases(took)
 	}()
-	tr := new(trace)
 	err = c.Check(withTrace(ctx, tr))
 	if err != nil && tr.local.Load() {
 		err = localError{err}
@@ -498,7 +500,7 @@ func (s *Scheduler) probe(ctx context.Context, c Checker, spec *Spec) (took time
 		// Report the budget, not whatever the interrupted read said.
 		err = fmt.Errorf("no result within %s: %w", b, err)
 	}
-	return 0, err
+	return 0, Phases{}, err
 }
 
 // thresholds returns spec's failure and recovery thresholds, defaulted: failures
@@ -516,7 +518,7 @@ func thresholds(spec *Spec) (fails, passes int) {
 
 // record feeds one result into the check's state machine and publishes a snapshot
 // when the published status may have changed.
-func (s *Scheduler) record(e *entry, err error, took time.Duration) {
+func (s *Scheduler) record(e *entry, err error, took time.Duration, ph Phases) {
 	spec := e.spec
 	fp := spec.Fingerprint()
 	fails, passes := thresholds(spec)
@@ -524,7 +526,7 @@ func (s *Scheduler) record(e *entry, err error, took time.Duration) {
 	in := &e.info
 	now := time.Now()
 	in.Probes++
-	in.LastProbe, in.LastLatency = now, took
+	in.LastProbe, in.LastLatency, in.LastPhases = now, took, ph
 	if err != nil {
 		in.Failures++
 		in.LastErr = err.Error()
@@ -555,6 +557,9 @@ func (s *Scheduler) record(e *entry, err error, took time.Duration) {
 	}
 	if s.Observer != nil {
 		s.Observer.Probed(spec, err, took)
+		if po, ok := s.Observer.(PhaseObserver); ok {
+			po.Phased(spec, ph)
+		}
 		if changed {
 			s.Observer.Changed(spec, down)
 		}

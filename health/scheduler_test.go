@@ -426,7 +426,7 @@ func TestSchedulerCoalesce(t *testing.T) {
 	for _, sp := range specs {
 		e := s.checks[sp.Fingerprint()]
 		wg.Add(1)
-		go func() { defer wg.Done(); s.record(e, errFail, 0) }()
+		go func() { defer wg.Done(); s.record(e, errFail, 0, Phases{}) }()
 	}
 	<-entered
 	deadline := time.Now().Add(10 * time.Second)

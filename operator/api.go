@@ -84,6 +84,7 @@ func (s *server) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", s.statusPage)
 	mux.HandleFunc("GET /v1/checks", s.getChecks)
+	mux.HandleFunc("GET /v1/checks/{name}/history", s.getHistory)
 	mux.HandleFunc("GET /v1/records", s.getRecords)
 	mux.HandleFunc("GET /v1/explain", s.getExplain)
 	mux.HandleFunc("POST /v1/checks/{name}/override", s.postOverride)

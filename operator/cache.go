@@ -94,6 +94,7 @@ func (s *server) current() *views {
 		cv := viewOf(cs, cs.Node.State(), 20)
 		v.model.controls = &cv
 	}
+	v.model.blocks = blocks
 	v.took = time.Since(now)
 	s.cache = v
 	return v

@@ -111,7 +111,9 @@ func (s *server) statusPage(w http.ResponseWriter, r *http.Request) {
 // render executes the template for one page of the model.
 func (m *statusModel) render(q pageQuery) ([]byte, error) {
 	var b bytes.Buffer
-	if err := statusTmpl.Execute(&b, m.page(q)); err != nil {
+	d := m.page(q)
+	m.addHistory(d)
+	if err := statusTmpl.Execute(&b, d); err != nil {
 		return nil, err
 	}
 	return b.Bytes(), nil
@@ -129,6 +131,7 @@ type statusModel struct {
 	controls  *controlsView // nil without routing controls
 	healthy   int           // checks
 	unhealthy int
+	blocks    []Block // for the checks' histories (statushistory.go)
 }
 
 // statusData is what the status page template renders: one page of a statusModel.
@@ -149,7 +152,10 @@ type statusData struct {
 	Controls   *controlsView
 	// ChecksShown and TreesShown say which of how many (matching) items this page has.
 	ChecksShown, TreesShown shown
-	Prev, Next              string // links to the neighbouring pages; "" at an end
+	Prev, Next              string                   // links to the neighbouring pages; "" at an end
+	Recent                  []view.CheckChange       // the latest status changes, newest first
+	History                 map[string]*checkHistory // of the checks on this page, by name
+	FailedOpen              []view.OpenSpan          // times record groups failed open in the last 24 h, latest first
 }
 
 // shown is a section's place in the paging: items From to To (from 1) of Of.

@@ -26,6 +26,7 @@ type Check struct {
 	Seen        bool      `json:"seen"` // has a first result
 	LastError   string    `json:"last_error,omitempty"`
 	LastLatency float64   `json:"last_latency_ms,omitempty"`
+	Phases      *Phases   `json:"last_phases,omitempty"` // the last probe's connect, TLS, first byte, total
 	LastProbe   time.Time `json:"last_probe,omitzero"`
 	LastChange  time.Time `json:"last_change,omitzero"`
 	Probes      uint64    `json:"probes"`

@@ -3,38 +3,53 @@ package fleet
 import (
 	"github.com/coredns/coredns/plugin"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
 )
 
+// The fleet's metrics are not registered here: an instance without a fleet block
+// must not export fleet_* families (a "fleet lost members" alert would fire on every
+// standalone server). The plugin registers Collectors when it starts a fleet.
 var (
-	membersAlive = promauto.NewGauge(prometheus.GaugeOpts{
+	membersAlive = prometheus.NewGauge(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "healthroute",
 		Name:      "fleet_members",
 		Help:      "Gauge of the fleet members this instance can reach, itself included.",
 	})
-	reportsReceived = promauto.NewCounter(prometheus.CounterOpts{
+	reportsReceived = prometheus.NewCounter(prometheus.CounterOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "healthroute",
 		Name:      "fleet_reports_received_total",
 		Help:      "Counter of probe reports received from other fleet members that changed what this instance holds.",
 	})
-	overrides = promauto.NewCounter(prometheus.CounterOpts{
+	overrides = prometheus.NewCounter(prometheus.CounterOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "healthroute",
 		Name:      "fleet_quorum_overrides_total",
 		Help:      "Counter of quorum decisions that differ from this instance's own probe result.",
 	})
-	gossipErrors = promauto.NewCounter(prometheus.CounterOpts{
+	gossipErrors = prometheus.NewCounter(prometheus.CounterOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "healthroute",
 		Name:      "fleet_gossip_errors_total",
 		Help:      "Counter of errors and warnings of the gossip layer, such as datagrams or connections that do not decrypt or decode; at most 5 per 10 s are logged.",
 	})
-	connectionsRefused = promauto.NewCounterVec(prometheus.CounterOpts{
+	connectionsRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "healthroute",
 		Name:      "fleet_connections_refused_total",
 		Help:      "Counter of inbound gossip connections closed unread because a limit was reached, by limit: total or peer (one address).",
 	}, []string{"limit"})
 )
+
+func init() {
+	// Both limits exist at 0 from the start, so rate() and ratios work before the
+	// first refusal.
+	connectionsRefused.WithLabelValues("total")
+	connectionsRefused.WithLabelValues("peer")
+}
+
+// Collectors returns the fleet's metric families, for the plugin to register once a
+// fleet is configured.
+func Collectors() []prometheus.Collector {
+	return []prometheus.Collector{membersAlive, reportsReceived, overrides, gossipErrors, connectionsRefused}
+}

@@ -92,7 +92,12 @@ type Server struct {
 	mu      sync.Mutex
 	output  bytes.Buffer
 	stopped bool
+	exited  chan error
 }
+
+// Stop stops the server by PID now (SIGTERM, so it shuts down as on a restart; SIGKILL
+// after 10 s), rather than when the test ends.
+func (s *Server) Stop() { s.stop(s.exited) }
 
 // Output returns what the server printed so far.
 func (s *Server) Output() string {
@@ -145,6 +150,7 @@ func StartWith(t testing.TB, corefile string, port int, probe string, opt Option
 		t.Fatal(err)
 	}
 	exited := make(chan error, 1)
+	s.exited = exited
 	go func() { exited <- s.Cmd.Wait() }()
 	t.Cleanup(func() { s.stop(exited) })
 
