@@ -2,9 +2,6 @@ package healthroute
 
 import (
 	"fmt"
-	"strings"
-
-	"github.com/coredns/caddy"
 )
 
 // AZ-affinity routing (docs/az-affinity.md): members each for a location, from the
@@ -34,16 +31,6 @@ func (l AZLevel) String() string {
 	return fmt.Sprintf("azlevel(%d)", uint8(l))
 }
 
-// parseAZLevel reads a location type keyword; global is accepted only with global.
-func parseAZLevel(s string, global bool) (AZLevel, bool) {
-	for l, n := range azLevelNames {
-		if n != "" && n == s && (global || AZLevel(l) != AZGlobal) {
-			return AZLevel(l), true
-		}
-	}
-	return 0, false
-}
-
 // azChain is a location and every location that contains it: AZ ID, zone group,
 // region and partition, by level-1; "" where the location is coarser than the level.
 type azChain [4]string
@@ -62,24 +49,6 @@ func (c *azChain) String() string {
 		}
 	}
 	return "unknown"
-}
-
-// parseAZKey reads an azaffinity member key: `az ID`, `zone_group ID`, `region ID`,
-// `partition ID` or `global`.
-func parseAZKey(c *caddy.Controller, rs *RecordSet, m *Member, a []string) ([]string, error) {
-	l, ok := parseAZLevel(a[0], true)
-	if !ok {
-		return nil, c.Errf("record %s: '%s' is not a member key of azaffinity records, expected %s", rs.Name, a[0], policyKeys[AZAffinity])
-	}
-	m.AZLevel = l
-	if l == AZGlobal {
-		return a[1:], nil
-	}
-	if len(a) < 2 {
-		return nil, c.ArgErr()
-	}
-	m.AZID = strings.ToLower(a[1])
-	return a[2:], nil
 }
 
 // validateAZGroup refuses two members of one group for one location.

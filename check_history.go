@@ -1,12 +1,9 @@
 package healthroute
 
 import (
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/coredns/caddy"
 
 	"github.com/healthroute/healthroute/health"
 	"github.com/healthroute/healthroute/health/fleet"
@@ -163,26 +160,6 @@ func phasesView(p health.Phases) *view.Phases {
 	}
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	return &view.Phases{ConnectMs: ms(p.Connect), TLSMs: ms(p.TLS), FirstByteMs: ms(p.FirstByte), TotalMs: ms(p.Total)}
-}
-
-// parseHistoryDir reads `history_dir DIR` of an api block: an existing directory
-// this process can write to.
-func parseHistoryDir(c *caddy.Controller, opts seen, args []string) (string, error) {
-	if err := opts.once(c, "api: ", "history_dir"); err != nil {
-		return "", err
-	}
-	v, err := oneArg(c, args)
-	if err != nil {
-		return "", err
-	}
-	dir := rootPath(c, v)
-	f, err := os.CreateTemp(dir, ".healthroute-write-test-*")
-	if err != nil {
-		return "", c.Errf("api: history_dir: %s is not a directory this process can write to: %v", dir, err)
-	}
-	f.Close()
-	os.Remove(f.Name())
-	return dir, nil
 }
 
 // Timeline summarises the span before now of the block's check name in n slots;

@@ -603,49 +603,6 @@ func (p *plan) buildMembers(n *node, rs *RecordSet, qtype uint16, sets map[strin
 	}
 }
 
-// planAlloc is where a plan's nodes and leaves come from while it is built: arrays
-// shared by many, so that each costs its size and the plan few allocations, and one
-// copy of each address's bytes for every leaf that answers it (answers are
-// read-only). Leaves built after the plan, the copies an aliasing name keeps, have
-// none (nil) and allocate their own.
-type planAlloc struct {
-	entries slab[entry]
-	nodes   slab[node]
-	mnodes  slab[mnode]
-	a       slab[dns.A]
-	aaaa    slab[dns.AAAA]
-	ips     map[netip.Addr]net.IP
-}
-
-// ip returns the bytes of a, shared by the plan's leaves.
-func (al *planAlloc) ip(a netip.Addr) net.IP {
-	if al == nil {
-		return a.AsSlice()
-	}
-	ip, ok := al.ips[a]
-	if !ok {
-		ip = a.AsSlice()
-		al.ips[a] = ip
-	}
-	return ip
-}
-
-// newA returns a zero A record, from the plan's array while it is built.
-func (al *planAlloc) newA() *dns.A {
-	if al == nil {
-		return new(dns.A)
-	}
-	return al.a.one()
-}
-
-// newAAAA returns a zero AAAA record, from the plan's array while it is built.
-func (al *planAlloc) newAAAA() *dns.AAAA {
-	if al == nil {
-		return new(dns.AAAA)
-	}
-	return al.aaaa.one()
-}
-
 // leafRRs appends m's RRs, named owner, to rrs.
 func leafRRs(rrs []dns.RR, owner string, m *Member, ttl uint32, al *planAlloc) []dns.RR {
 	hdr := func(t uint16) dns.RR_Header {

@@ -259,3 +259,31 @@ func validateAZ(cfg *Config) error {
 	}
 	return nil
 }
+
+// parseAZLevel reads a location type keyword; global is accepted only with global.
+func parseAZLevel(s string, global bool) (AZLevel, bool) {
+	for l, n := range azLevelNames {
+		if n != "" && n == s && (global || AZLevel(l) != AZGlobal) {
+			return AZLevel(l), true
+		}
+	}
+	return 0, false
+}
+
+// parseAZKey reads an azaffinity member key: `az ID`, `zone_group ID`, `region ID`,
+// `partition ID` or `global`.
+func parseAZKey(c *caddy.Controller, rs *RecordSet, m *Member, a []string) ([]string, error) {
+	l, ok := parseAZLevel(a[0], true)
+	if !ok {
+		return nil, c.Errf("record %s: '%s' is not a member key of azaffinity records, expected %s", rs.Name, a[0], policyKeys[AZAffinity])
+	}
+	m.AZLevel = l
+	if l == AZGlobal {
+		return a[1:], nil
+	}
+	if len(a) < 2 {
+		return nil, c.ArgErr()
+	}
+	m.AZID = strings.ToLower(a[1])
+	return a[2:], nil
+}
