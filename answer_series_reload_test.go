@@ -337,7 +337,7 @@ func TestSharedMembersInViews(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"sv-a.example.org.", "sv-b.example.org.", "sv-c.example.org."} {
-		ans, tr := r.Explain(Query{Name: name, Type: dns.TypeA, Client: testClient})
+		ans, tr := r.Explain(query{Name: name, Type: dns.TypeA, Client: testClient})
 		if len(tr.Steps) == 0 || tr.Steps[0].Record != name {
 			t.Errorf("explain %s: steps %+v, want the first under its own name", name, tr.Steps)
 		}
@@ -354,17 +354,17 @@ func TestSharedMembersInViews(t *testing.T) {
 func TestResolverTwiceOnOneConfig(t *testing.T) {
 	r1, cfg := testResolver(t, sharedMembersBlock)
 	series, members := cfg.series, slices.Clone(cfg.memberSeries)
-	r2 := NewResolver(cfg)
+	r2 := newResolver(cfg)
 	r2.Rand = rand.New(rand.NewPCG(1, 2)).Uint64N
 	if cfg.series != series || !slices.Equal(cfg.memberSeries, members) {
 		t.Errorf("series after a second NewResolver = %v %v, want %v %v", cfg.series, cfg.memberSeries, series, members)
 	}
-	for _, r := range []*Resolver{r1, r2} {
+	for _, r := range []*resolver{r1, r2} {
 		r.Publish(snapshot(cfg, "down"))
 	}
 	for range 50 {
 		for _, name := range []string{"sv-a.example.org.", "sv-b.example.org.", "sv-c.example.org."} {
-			q := Query{Name: name, Type: dns.TypeA, Client: testClient}
+			q := query{Name: name, Type: dns.TypeA, Client: testClient}
 			a1, a2 := r1.Resolve(q), r2.Resolve(q)
 			if fmt.Sprint(a1.RRs) != fmt.Sprint(a2.RRs) || a1.leafSet != a2.leafSet || a1.leaf.series != a2.leaf.series {
 				t.Fatalf("%s: first resolver %v (series %d), second %v (series %d)", name, a1.RRs, a1.leaf.series, a2.RRs, a2.leaf.series)

@@ -9,22 +9,22 @@ import (
 // first healthy member for its own location in that order, the most specific one
 // when all are unhealthy, and only a global member when its location is unknown.
 
-// AZLevel is an azaffinity member's location type; a smaller one is more specific.
-type AZLevel uint8
+// azLevel is an azaffinity member's location type; a smaller one is more specific.
+type azLevel uint8
 
 // Location types, most specific first.
 const (
-	AZZone      AZLevel = iota + 1 // an Availability Zone, by AZ ID (use1-az1)
-	AZZoneGroup                    // a zone group (us-east-1-zg-1)
-	AZRegion                       // a region (us-east-1)
-	AZPartition                    // a partition (aws)
-	AZGlobal                       // every query, its location known or not
+	azZone      azLevel = iota + 1 // an Availability Zone, by AZ ID (use1-az1)
+	azZoneGroup                    // a zone group (us-east-1-zg-1)
+	azRegion                       // a region (us-east-1)
+	azPartition                    // a partition (aws)
+	azGlobal                       // every query, its location known or not
 )
 
-var azLevelNames = [...]string{AZZone: "az", AZZoneGroup: "zone_group", AZRegion: "region", AZPartition: "partition", AZGlobal: "global"}
+var azLevelNames = [...]string{azZone: "az", azZoneGroup: "zone_group", azRegion: "region", azPartition: "partition", azGlobal: "global"}
 
 // String returns the Corefile spelling of l.
-func (l AZLevel) String() string {
+func (l azLevel) String() string {
 	if int(l) < len(azLevelNames) && azLevelNames[l] != "" {
 		return azLevelNames[l]
 	}
@@ -37,22 +37,22 @@ type azChain [4]string
 
 // contains reports whether the location c (a query's) lies in the member location
 // (level, id).
-func (c *azChain) contains(level AZLevel, id string) bool {
-	return level == AZGlobal || (level >= AZZone && level <= AZPartition && c[level-1] == id)
+func (c *azChain) contains(level azLevel, id string) bool {
+	return level == azGlobal || (level >= azZone && level <= azPartition && c[level-1] == id)
 }
 
 // String is the most specific location of c, with its type.
 func (c *azChain) String() string {
 	for i, id := range c {
 		if id != "" {
-			return AZLevel(i+1).String() + " " + id
+			return azLevel(i+1).String() + " " + id
 		}
 	}
 	return "unknown"
 }
 
 // validateAZGroup refuses two members of one group for one location.
-func validateAZGroup(parsed *parseState, rs *RecordSet, t string, group []*Member) error {
+func validateAZGroup(parsed *parseState, rs *recordSet, t string, group []*member) error {
 	seen := map[azKey]bool{}
 	for _, m := range group {
 		k := azKey{m.AZLevel, m.AZID}
@@ -61,14 +61,14 @@ func validateAZGroup(parsed *parseState, rs *RecordSet, t string, group []*Membe
 		}
 		seen[k] = true
 	}
-	if !seen[azKey{level: AZGlobal}] {
+	if !seen[azKey{level: azGlobal}] {
 		log.Warningf("record %s: azaffinity %s group has no global member: queries from unknown locations get no answer", rs.Name, t)
 	}
 	return nil
 }
 
 func azKeyString(k azKey) string {
-	if k.level == AZGlobal {
+	if k.level == azGlobal {
 		return "global"
 	}
 	return k.level.String() + " " + k.id
@@ -84,7 +84,7 @@ type azPlan struct {
 }
 
 // newAZPlan returns the plan of cfg's location lines; nil without any.
-func newAZPlan(cfg *Config) *azPlan {
+func newAZPlan(cfg *blockConfig) *azPlan {
 	az := cfg.AZ
 	if az == nil {
 		return nil
@@ -110,7 +110,7 @@ func newAZPlan(cfg *Config) *azPlan {
 
 // azLocation returns q's location: its client prefix's, else the server's; nil when
 // unknown. client is the index of the client_location that placed it, -1 for none.
-func (r *Resolver) azLocation(q *Query) (loc *azChain, client int32) {
+func (r *resolver) azLocation(q *query) (loc *azChain, client int32) {
 	ap := r.plan.az
 	if ap == nil {
 		return nil, -1
@@ -127,19 +127,19 @@ func (r *Resolver) azLocation(q *Query) (loc *azChain, client int32) {
 // 4 for global; -1 when the member does not apply.
 func azRank(mn *mnode, loc *azChain) int {
 	m := mn.m
-	if m.AZLevel == AZGlobal {
-		return int(AZGlobal - AZZone)
+	if m.AZLevel == azGlobal {
+		return int(azGlobal - azZone)
 	}
 	if loc == nil || !loc.contains(m.AZLevel, m.AZID) {
 		return -1
 	}
-	return int(m.AZLevel - AZZone)
+	return int(m.AZLevel - azZone)
 }
 
 // pickAZ picks in an azaffinity node for q: the most specific healthy member that
 // applies to the query's location; when none is healthy, the most specific one that
 // applies; -1 when none applies (NODATA).
-func (r *Resolver) pickAZ(t *table, n *node, q *Query) int32 {
+func (r *resolver) pickAZ(t *table, n *node, q *query) int32 {
 	loc, _ := r.azLocation(q)
 	best, bestOK := int32(-1), int32(-1)
 	key, keyOK := 0, 0
@@ -163,7 +163,7 @@ func (r *Resolver) pickAZ(t *table, n *node, q *Query) int32 {
 
 // azHealthy reports whether an azaffinity node has a healthy member that applies to
 // q's location.
-func (r *Resolver) azHealthy(t *table, n *node, q *Query) bool {
+func (r *resolver) azHealthy(t *table, n *node, q *query) bool {
 	loc, _ := r.azLocation(q)
 	for i := range n.members {
 		if azRank(&n.members[i], loc) >= 0 && r.memberOK(t, n, int32(i), q) {
@@ -176,7 +176,7 @@ func (r *Resolver) azHealthy(t *table, n *node, q *Query) bool {
 // azScope is the ECS scope of an azaffinity choice for q: the prefix within which
 // every address finds the same client_location (or none, and the server's); 0
 // without client_location lines, when every client is at the server's location.
-func (r *Resolver) azScope(q *Query) uint8 {
+func (r *resolver) azScope(q *query) uint8 {
 	if ap := r.plan.az; ap != nil && ap.clients != nil {
 		return ap.clients.scope(q.Client)
 	}
@@ -184,7 +184,7 @@ func (r *Resolver) azScope(q *Query) uint8 {
 }
 
 // azExplain says where q's location came from, for explain.
-func (r *Resolver) azExplain(q *Query) string {
+func (r *resolver) azExplain(q *query) string {
 	loc, client := r.azLocation(q)
 	switch {
 	case client >= 0:

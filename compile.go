@@ -299,7 +299,7 @@ func staticState(n *node, ok []bool, in *interner) nodeState {
 		// The client decides what is healthy: keep ok, and for weighted groups the
 		// last resort, which does not depend on health at all.
 		st.healthy, st.failOpen = false, false
-		if n.set.Policy == Weighted {
+		if n.set.Policy == policyWeighted {
 			in.none = slices.Grow(in.none[:0], len(ok))[:len(ok)]
 			clear(in.none)
 			last := staticState(&node{set: n.set, members: n.members}, in.none, in)
@@ -309,15 +309,15 @@ func staticState(n *node, ok []bool, in *interner) nodeState {
 	}
 	var cands []int32
 	switch n.set.Policy {
-	case Latency, Geolocation, Geoproximity, IPBased:
+	case policyLatency, policyGeolocation, policyGeoproximity, policyIPBased:
 		return st // ranked per query; healthy = any member healthy
-	case Simple:
+	case policySimple:
 		st.mode, cands = pickFirst, all[:1]
-	case Failover:
+	case policyFailover:
 		st.mode, cands = pickFirst, failoverCands(n, ok, in)
-	case Weighted:
+	case policyWeighted:
 		st.mode, cands, st.cum = weightedCands(n, healthy, all, st.healthy, in)
-	case Multivalue:
+	case policyMultivalue:
 		st.mode, cands = pickSet, healthy
 		if !st.healthy {
 			cands = all
@@ -331,7 +331,7 @@ func staticState(n *node, ok []bool, in *interner) nodeState {
 // the primary again when both are (docs/routing.md#failover).
 func failoverCands(n *node, ok []bool, in *interner) []int32 {
 	order := in.pick[:0]
-	for _, r := range []Role{Primary, Secondary} {
+	for _, r := range []role{rolePrimary, roleSecondary} {
 		for i, mn := range n.members {
 			if mn.m.Role == r {
 				order = append(order, int32(i))

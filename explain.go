@@ -13,10 +13,10 @@ import (
 
 // Explain resolves q exactly as a DNS query would and returns the answer with the
 // decisions that led to it.
-func (r *Resolver) Explain(q Query) (Answer, *view.Trace) {
+func (r *resolver) Explain(q query) (answer, *view.Trace) {
 	tr := &view.Trace{}
 	q.trace = tr
-	var ans Answer
+	var ans answer
 	r.resolve(&q, &ans)
 	tr.NextPlugin = ans.Pass && r.plan.fall.Through(q.Name)
 	return ans, tr
@@ -24,7 +24,7 @@ func (r *Resolver) Explain(q Query) (Answer, *view.Trace) {
 
 // explain records the decision at node n; chosen is the member picked (-1: a
 // multivalue set, or no record for this client).
-func (r *Resolver) explain(t *table, n *node, q *Query, chosen int32) {
+func (r *resolver) explain(t *table, n *node, q *query, chosen int32) {
 	st := t.state(n.id)
 	step := view.Step{
 		Record: n.set.Name, Type: dns.TypeToString[n.qtype], Policy: n.set.Policy.String(),
@@ -34,7 +34,7 @@ func (r *Resolver) explain(t *table, n *node, q *Query, chosen int32) {
 		step.Scope = r.nodeScope(n, q)
 	}
 	var azLoc *azChain
-	if n.set.Policy == AZAffinity {
+	if n.set.Policy == policyAZAffinity {
 		azLoc, _ = r.azLocation(q)
 		step.Location = r.azExplain(q)
 	}
@@ -48,12 +48,12 @@ func (r *Resolver) explain(t *table, n *node, q *Query, chosen int32) {
 		}
 		applies := true
 		switch n.set.Policy {
-		case Geolocation:
+		case policyGeolocation:
 			applies = geoLevel(mn, &q.Loc) >= 0
-		case IPBased:
+		case policyIPBased:
 			m, ok := n.links.ip.lookup(q.Client)
 			applies = mn.m.Default || (ok && m == int32(i))
-		case AZAffinity:
+		case policyAZAffinity:
 			applies = azRank(mn, azLoc) >= 0
 		}
 		c.Healthy = r.memberOK(t, n, int32(i), q)
@@ -61,7 +61,7 @@ func (r *Resolver) explain(t *table, n *node, q *Query, chosen int32) {
 		applicable = applicable || applies
 		c.Chosen = int32(i) == chosen || (chosen < 0 && st.mode == pickSet && slices.Contains(st.cands, int32(i)) && c.Healthy)
 		switch {
-		case !applies && n.set.Policy == AZAffinity:
+		case !applies && n.set.Policy == policyAZAffinity:
 			c.Reason = "does not apply: the query's location is not in " + c.Key
 		case !applies:
 			c.Reason = "does not apply to this client"
@@ -69,9 +69,9 @@ func (r *Resolver) explain(t *table, n *node, q *Query, chosen int32) {
 			c.Reason = fmt.Sprintf("check %s is unhealthy", mn.m.Check.Name)
 		case !c.Healthy:
 			c.Reason = fmt.Sprintf("evaluate_target_health: %s has no healthy answer for this client", mn.m.Target)
-		case n.set.Policy == Weighted && mn.m.Weight == 0 && !c.Chosen:
+		case n.set.Policy == policyWeighted && mn.m.Weight == 0 && !c.Chosen:
 			c.Reason = "weight 0: answers only when every nonzero member is unhealthy"
-		case n.set.Policy == AZAffinity:
+		case n.set.Policy == policyAZAffinity:
 			c.Reason = azReason(mn, c.Chosen)
 		case c.Chosen:
 			c.Reason = "chosen"
@@ -96,21 +96,21 @@ func (r *Resolver) explain(t *table, n *node, q *Query, chosen int32) {
 func target(mn *mnode) string {
 	m := mn.m
 	switch m.Kind {
-	case KindA, KindAAAA:
+	case kindA, kindAAAA:
 		var b strings.Builder
 		b.WriteString(m.Kind.String())
 		for _, a := range m.Addrs {
 			b.WriteString(" " + a.String())
 		}
 		return b.String()
-	case KindRR:
+	case kindRR:
 		var b strings.Builder
 		b.WriteString(m.typeName())
 		for _, rr := range m.RRs {
 			b.WriteString(" " + strings.TrimPrefix(rr.String(), rr.Header().String()))
 		}
 		return b.String()
-	case KindAlias:
+	case kindAlias:
 		if m.Type != 0 {
 			return "alias " + m.Target + " " + m.typeName()
 		}
@@ -119,20 +119,20 @@ func target(mn *mnode) string {
 }
 
 // policyKey describes a member's policy key as written.
-func policyKey(m *Member, p Policy) string {
+func policyKey(m *member, p policy) string {
 	switch p {
-	case Weighted:
+	case policyWeighted:
 		return fmt.Sprintf("weight %d", m.Weight)
-	case Failover:
+	case policyFailover:
 		return roleName(m.Role)
-	case Latency:
+	case policyLatency:
 		return "region " + m.Region
-	case Geolocation:
+	case policyGeolocation:
 		if m.Default {
 			return "default"
 		}
 		return [...]string{"subdivision ", "country ", "continent ", ""}[m.Geo] + m.GeoCode
-	case Geoproximity:
+	case policyGeoproximity:
 		s := fmt.Sprintf("coordinates %g %g", m.Lat, m.Lon)
 		if m.Region != "" {
 			s = "region " + m.Region
@@ -141,7 +141,7 @@ func policyKey(m *Member, p Policy) string {
 			s += fmt.Sprintf(" bias %d", m.Bias)
 		}
 		return s
-	case IPBased:
+	case policyIPBased:
 		if m.Default {
 			return "default"
 		}
@@ -150,16 +150,16 @@ func policyKey(m *Member, p Policy) string {
 			parts = append(parts, p.String())
 		}
 		return "cidr " + strings.Join(parts, ",")
-	case Multivalue:
+	case policyMultivalue:
 		return "value"
-	case AZAffinity:
+	case policyAZAffinity:
 		return azKeyString(azKey{m.AZLevel, m.AZID})
 	}
 	return ""
 }
 
 // scopeReason says why node n asks for ECS scope s for q; it follows nodeScope's cases.
-func (r *Resolver) scopeReason(n *node, q *Query, s uint8) string {
+func (r *resolver) scopeReason(n *node, q *query, s uint8) string {
 	src := uint8(q.Client.Bits())
 	block := netip.PrefixFrom(q.Client.Addr(), int(s)).Masked()
 	for _, c := range n.healthKids() {
@@ -170,25 +170,25 @@ func (r *Resolver) scopeReason(n *node, q *Query, s uint8) string {
 	switch {
 	case !(n.dynOrder() || n.dynHealth):
 		return "not client-dependent: the same choice for every client"
-	case n.set.Policy == IPBased && s > src:
+	case n.set.Policy == policyIPBased && s > src:
 		return fmt.Sprintf("/%d: a block that long lies inside the client's /%d and may answer differently (RFC 7871 7.2.1)", s, src)
-	case n.set.Policy == IPBased && s > 0:
+	case n.set.Policy == policyIPBased && s > 0:
 		return fmt.Sprintf("/%d: every address in %s matches the same block", s, block)
-	case n.set.Policy == IPBased:
+	case n.set.Policy == policyIPBased:
 		return "no block of the client's address family: the default for every client"
-	case n.set.Policy == AZAffinity && s > 0:
+	case n.set.Policy == policyAZAffinity && s > 0:
 		return fmt.Sprintf("/%d: every address in %s finds the same client_location (or none)", s, block)
-	case n.set.Policy == AZAffinity:
+	case n.set.Policy == policyAZAffinity:
 		return "no client_location for the client's address family: the server's location, the same for every client"
-	case n.set.Policy == Latency && n.byLoc:
+	case n.set.Policy == policyLatency && n.byLoc:
 		return fmt.Sprintf("/%d: the client's geoip coordinates rank the regions", s)
-	case n.set.Policy == Latency && s > 0:
+	case n.set.Policy == policyLatency && s > 0:
 		return fmt.Sprintf("/%d: every address in %s has the same latency_table row", s, block)
-	case n.set.Policy == Latency:
+	case n.set.Policy == policyLatency:
 		return "no latency_table row and no region coordinates: listed order, the same for every client"
 	case n.byLoc:
 		return fmt.Sprintf("/%d: the client's geoip location", s)
-	case n.set.Policy == Geolocation:
+	case n.set.Policy == policyGeolocation:
 		return "only a default record: the same for every client"
 	}
 	return "the same choice for every client"

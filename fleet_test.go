@@ -107,7 +107,7 @@ func TestParseFleetErrors(t *testing.T) {
 func TestRegistryFleet(t *testing.T) {
 	r := &registry{}
 	fc := &fleet.Config{Name: "dns-a", Bind: netip.MustParseAddrPort("127.0.0.1:0"), Insecure: true, Quorum: 18}
-	cfg := &Config{Fleet: fc}
+	cfg := &blockConfig{Fleet: fc}
 	s := r.acquire(cfg)
 	f := r.fleet()
 	if f == nil || s.Aggregator != f || f.Name() != "dns-a" || len(f.Members()) != 1 {
@@ -123,11 +123,11 @@ func TestRegistryFleet(t *testing.T) {
 	}
 	// A fleet that cannot bind leaves the instance judging alone.
 	a := &registry{}
-	ca := &Config{Fleet: fc}
+	ca := &blockConfig{Fleet: fc}
 	a.acquire(ca)
 	defer a.release(ca)
 	b := &registry{}
-	cb := &Config{Fleet: &fleet.Config{Name: "dns-b", Bind: netip.MustParseAddrPort(a.fleet().Addr()), Insecure: true}}
+	cb := &blockConfig{Fleet: &fleet.Config{Name: "dns-b", Bind: netip.MustParseAddrPort(a.fleet().Addr()), Insecure: true}}
 	b.acquire(cb)
 	defer b.release(cb)
 	if b.fleet() != nil || b.scheduler().Aggregator != nil {

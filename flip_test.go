@@ -47,7 +47,7 @@ func BenchmarkFlip(b *testing.B) {
 	for _, sz := range []struct{ names, checks int }{{10000, 10000}, {100000, 10000}, {1000000, 10000}} {
 		b.Run(fmt.Sprintf("names=%d/checks=%d", sz.names, sz.checks), func(b *testing.B) {
 			cfg := mustParse(b, flipBlock(sz.names, sz.checks))
-			r := NewResolver(cfg)
+			r := newResolver(cfg)
 			r.onPublish = nil // no metrics: the compile alone
 			states := map[string]health.Status{}
 			for _, s := range cfg.Checks {

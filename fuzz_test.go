@@ -33,7 +33,7 @@ func FuzzParseResolve(f *testing.F) {
 			}
 			return
 		}
-		r := NewResolver(cfg)
+		r := newResolver(cfg)
 		names := slices.Clone(cfg.Zones) // the apices: SOA and NS
 		for _, rs := range cfg.Records[:min(len(cfg.Records), 20)] {
 			names = append(names, strings.Replace(rs.Name, "*", "x", 1))
@@ -42,8 +42,8 @@ func FuzzParseResolve(f *testing.F) {
 			for _, name := range names {
 				for _, client := range fuzzClients {
 					for _, qt := range []uint16{dns.TypeA, dns.TypeAAAA, dns.TypeCNAME, dns.TypeTXT, dns.TypeSOA, dns.TypeNS} {
-						q := Query{Name: name, Type: qt, Client: client.prefix, Loc: client.loc}
-						for _, ans := range []Answer{r.Resolve(q), fuzzExplain(r, q)} {
+						q := query{Name: name, Type: qt, Client: client.prefix, Loc: client.loc}
+						for _, ans := range []answer{r.Resolve(q), fuzzExplain(r, q)} {
 							if len(ans.RRs) > 0 && ans.RRs[0].Header().Name != name {
 								t.Fatalf("%s %s: answer owned by %s", name, dns.TypeToString[qt], ans.RRs[0].Header().Name)
 							}
@@ -62,7 +62,7 @@ func FuzzParseResolve(f *testing.F) {
 	})
 }
 
-func fuzzExplain(r *Resolver, q Query) Answer {
+func fuzzExplain(r *resolver, q query) answer {
 	ans, _ := r.Explain(q)
 	return ans
 }
@@ -71,11 +71,11 @@ func fuzzExplain(r *Resolver, q Query) Answer {
 // IPv4 and IPv6, a full address and an ECS prefix.
 var fuzzClients = []struct {
 	prefix netip.Prefix
-	loc    Location
+	loc    clientLocation
 }{
-	{netip.MustParsePrefix("192.0.2.1/32"), Location{}},
-	{netip.MustParsePrefix("198.51.100.0/24"), Location{Country: "DE", Continent: "EU", Lat: 52.5, Lon: 13.4, HasCoords: true}},
-	{netip.MustParsePrefix("2001:db8::/48"), Location{Country: "US", Subdivisions: "CA", Lat: 37.7, Lon: -122.4, HasCoords: true}},
+	{netip.MustParsePrefix("192.0.2.1/32"), clientLocation{}},
+	{netip.MustParsePrefix("198.51.100.0/24"), clientLocation{Country: "DE", Continent: "EU", Lat: 52.5, Lon: 13.4, HasCoords: true}},
+	{netip.MustParsePrefix("2001:db8::/48"), clientLocation{Country: "US", Subdivisions: "CA", Lat: 37.7, Lon: -122.4, HasCoords: true}},
 }
 
 // FuzzLatencyTable reads arbitrary latency_table text. A refused table names the file

@@ -46,9 +46,9 @@ func parseContinents(data string) (map[string]string, error) {
 	return m, nil
 }
 
-// Location is what is known of where a client is: from the geoip plugin's metadata.
+// clientLocation is what is known of where a client is: from the geoip plugin's metadata.
 // The zero value is an unknown location.
-type Location struct {
+type clientLocation struct {
 	Country      string // ISO 3166-1 alpha-2, upper case
 	Continent    string // AF, AN, AS, EU, NA, OC, SA
 	Subdivisions string // ISO 3166-2 subdivision codes without the country, comma-separated
@@ -57,7 +57,7 @@ type Location struct {
 }
 
 // continent returns the client's continent: the geoip value, else the mapping's.
-func (l *Location) continent() string {
+func (l *clientLocation) continent() string {
 	if l.Continent != "" {
 		return l.Continent
 	}
@@ -65,7 +65,7 @@ func (l *Location) continent() string {
 }
 
 // inSubdivision reports whether the client is in subdivision code (e.g. "CA" of US).
-func (l *Location) inSubdivision(code string) bool {
+func (l *clientLocation) inSubdivision(code string) bool {
 	for s := l.Subdivisions; s != ""; {
 		var cur string
 		cur, s, _ = strings.Cut(s, ",")

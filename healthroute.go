@@ -30,8 +30,8 @@ import (
 type HealthRoute struct {
 	Next plugin.Handler
 
-	cfg            *Config
-	resolver       *Resolver
+	cfg            *blockConfig
+	resolver       *resolver
 	reg            *registry
 	stop           func()                          // ends the snapshot subscription
 	unwatch        func()                          // stops the latency_table and route53 watchers
@@ -46,13 +46,13 @@ type HealthRoute struct {
 // changes.
 const latencyTablePeriod = 2 * time.Second
 
-// New returns the handler for cfg, sharing the process's checks, fleet member and
+// newHealthRoute returns the handler for cfg, sharing the process's checks, fleet member and
 // API listeners with the other blocks; it starts nothing until OnStartup.
-func New(cfg *Config) *HealthRoute { return newHandler(cfg, shared) }
+func newHealthRoute(cfg *blockConfig) *HealthRoute { return newHandler(cfg, shared) }
 
 // newHandler is New with its own registry, for tests.
-func newHandler(cfg *Config, reg *registry) *HealthRoute {
-	h := &HealthRoute{cfg: cfg, resolver: NewResolver(cfg), reg: reg}
+func newHandler(cfg *blockConfig, reg *registry) *HealthRoute {
+	h := &HealthRoute{cfg: cfg, resolver: newResolver(cfg), reg: reg}
 	observe := h.resolver.onPublish
 	h.resolver.onPublish = func(prev, next *table, took time.Duration) {
 		observe(prev, next, took)
@@ -113,12 +113,12 @@ func (h *HealthRoute) reply(ctx context.Context, w dns.ResponseWriter, r *dns.Ms
 	if !ok {
 		return nil, nil, dns.RcodeFormatError // nothing written: the server answers FORMERR
 	}
-	var q Query // field by field: a literal would take a second copy on the stack
+	var q query // field by field: a literal would take a second copy on the stack
 	q.Name, q.Type, q.Client = name, qt, cl
 	if h.resolver.NeedsLocation() {
 		location(ctx, &q.Loc)
 	}
-	var ans Answer
+	var ans answer
 	h.resolver.resolve(&q, &ans) // lock-free
 	return h.message(ctx, w, r, &q, &ans, ecs)
 }
@@ -127,7 +127,7 @@ func (h *HealthRoute) reply(ctx context.Context, w dns.ResponseWriter, r *dns.Ms
 // header, the fallthrough check, the metrics) is not on the stack while resolving.
 //
 //go:noinline
-func (h *HealthRoute) message(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, q *Query, ans *Answer, ecs *dns.EDNS0_SUBNET) (*dns.Msg, dns.ResponseWriter, int) {
+func (h *HealthRoute) message(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, q *query, ans *answer, ecs *dns.EDNS0_SUBNET) (*dns.Msg, dns.ResponseWriter, int) {
 	if ans.Pass && h.cfg.Fall.Through(q.Name) {
 		// Overlay: only the names and types of the block's records are its own;
 		// the next plugin serves the rest of the zone, its apex included.
@@ -228,14 +228,14 @@ func client(w dns.ResponseWriter, r *dns.Msg) (cl netip.Prefix, ecs *dns.EDNS0_S
 // Only blocks that route by location pay for its frame.
 //
 //go:noinline
-func location(ctx context.Context, l *Location) {
+func location(ctx context.Context, l *clientLocation) {
 	get := func(key string) string {
 		if f := metadata.ValueFunc(ctx, key); f != nil {
 			return f()
 		}
 		return ""
 	}
-	*l = Location{
+	*l = clientLocation{
 		Country:      strings.ToUpper(get("geoip/country/code")),
 		Continent:    strings.ToUpper(get("geoip/continent/code")),
 		Subdivisions: strings.ToUpper(get("geoip/subdivisions/code")),

@@ -15,7 +15,7 @@ import (
 )
 
 // mustParse parses a healthroute block (zone example.org. unless the block names one).
-func mustParse(t testing.TB, block string) *Config {
+func mustParse(t testing.TB, block string) *blockConfig {
 	t.Helper()
 	c := caddy.NewTestController("dns", block)
 	c.ServerBlockKeys = []string{"example.org."}
@@ -27,10 +27,10 @@ func mustParse(t testing.TB, block string) *Config {
 }
 
 // testResolver builds a resolver for block with a seeded random source.
-func testResolver(t testing.TB, block string) (*Resolver, *Config) {
+func testResolver(t testing.TB, block string) (*resolver, *blockConfig) {
 	t.Helper()
 	cfg := mustParse(t, block)
-	r := NewResolver(cfg)
+	r := newResolver(cfg)
 	rng := rand.New(rand.NewPCG(1, 2))
 	r.Rand = rng.Uint64N
 	return r, cfg
@@ -38,7 +38,7 @@ func testResolver(t testing.TB, block string) (*Resolver, *Config) {
 
 // snapshot returns a health view in which the named checks have failed their
 // threshold window and every other probed check has passed.
-func snapshot(cfg *Config, down ...string) *health.Snapshot {
+func snapshot(cfg *blockConfig, down ...string) *health.Snapshot {
 	states := map[string]health.Status{}
 	for _, s := range cfg.Checks {
 		states[s.Fingerprint()] = health.Status{Seen: true}
@@ -52,8 +52,8 @@ func snapshot(cfg *Config, down ...string) *health.Snapshot {
 var testClient = netip.MustParsePrefix("192.0.2.1/32")
 
 // values resolves name/qtype and returns the answer's values, sorted, joined by ",".
-func values(r *Resolver, name string, qtype uint16) string {
-	return strings.Join(rrValues(r.Resolve(Query{Name: name, Type: qtype, Client: testClient}).RRs), ",")
+func values(r *resolver, name string, qtype uint16) string {
+	return strings.Join(rrValues(r.Resolve(query{Name: name, Type: qtype, Client: testClient}).RRs), ",")
 }
 
 func rrValues(rrs []dns.RR) []string {
@@ -75,7 +75,7 @@ func rrValues(rrs []dns.RR) []string {
 }
 
 // shares resolves name n times and returns how often each answer came back.
-func shares(r *Resolver, name string, qtype uint16, n int) map[string]int {
+func shares(r *resolver, name string, qtype uint16, n int) map[string]int {
 	got := map[string]int{}
 	for range n {
 		got[values(r, name, qtype)]++

@@ -96,7 +96,7 @@ func readLatencyTable(r io.Reader, name string, ids map[string]int) (*latencyTab
 // is replaced (see internal/watch), checking every period, until ctx ends. The
 // first check reloads: the file may have changed since setup read it. A file that
 // fails to load is logged and the last good table keeps serving.
-func watchLatencyTable(ctx context.Context, r *Resolver, path string, period time.Duration) {
+func watchLatencyTable(ctx context.Context, r *resolver, path string, period time.Duration) {
 	watch.Poll(ctx, period, []string{path}, nil, func() bool {
 		t, err := loadLatencyTable(path, r.plan.regionIDs, r.cfg.fileLimit())
 		if err != nil {

@@ -33,7 +33,7 @@ func TestServeWhilePublishing(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			q := Query{Name: "www.example.org.", Type: dns.TypeA, Client: testClient}
+			q := query{Name: "www.example.org.", Type: dns.TypeA, Client: testClient}
 			for i := 0; i < 200_000; i++ {
 				select {
 				case <-stop:

@@ -13,14 +13,14 @@ import (
 // shares one Ref for each list of them), check, set identifier, weight, role and
 // default flag. Members with a target name or a place are not shared.
 type memberKey struct {
-	target *Ref
+	target *ref
 	check  *health.Spec
 	id     string
 	typ    uint16
-	kind   Kind
+	kind   kind
 	eth    bool
 	weight uint8
-	role   Role
+	role   role
 	deflt  bool
 }
 
@@ -31,15 +31,15 @@ type memberKey struct {
 // told apart by its address: the answer series a member counts into are the record
 // set's (Config.memberSeries). Record sets whose lists of members are then alike share
 // the list too.
-func shareMembers(cfg *Config) {
-	seen := map[memberKey]*Member{}
-	lists := map[*Member][]*Member{} // the first list to start with each member
+func shareMembers(cfg *blockConfig) {
+	seen := map[memberKey]*member{}
+	lists := map[*member][]*member{} // the first list to start with each member
 	for _, rs := range cfg.Records {
 		for j, m := range rs.Members {
-			if m.Place != nil || (m.Kind != KindA && m.Kind != KindAAAA) {
+			if m.place != nil || (m.Kind != kindA && m.Kind != kindAAAA) {
 				continue
 			}
-			k := memberKey{target: m.Ref, check: m.Check, id: m.ID,
+			k := memberKey{target: m.ref, check: m.Check, id: m.ID,
 				typ: m.Type, kind: m.Kind, eth: m.ETH, weight: m.Weight, role: m.Role, deflt: m.Default}
 			if s, ok := seen[k]; ok {
 				rs.Members[j] = s

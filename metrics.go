@@ -116,7 +116,7 @@ func (probeObserver) Changed(spec *health.Spec, down bool) {
 }
 
 // per query, each record group that started or stopped answering in its last resort.
-func (r *Resolver) observePublication(prev, t *table, took time.Duration) {
+func (r *resolver) observePublication(prev, t *table, took time.Duration) {
 	compileDuration.Observe(took.Seconds())
 	publicationsTotal.Inc()
 	checks, nodes := t.flipped, t.changed // what the compile reached; nil: everything

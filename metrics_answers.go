@@ -125,7 +125,7 @@ func (f *answerFamily) Collect(ch chan<- prometheus.Metric) {
 // visits them, and finds each record set's zone. Set identifiers are unique within a
 // record set's members of one type, so only a name with several record sets or types
 // can hold two members of one series; a map finds those.
-func numberSeries(cfg *Config) {
+func numberSeries(cfg *blockConfig) {
 	blocks := make(map[string]int, len(cfg.Records)) // record sets per name
 	for _, rs := range cfg.Records {
 		blocks[rs.Name]++
@@ -135,7 +135,7 @@ func numberSeries(cfg *Config) {
 	var shared map[key]int32 // series of names where members may share one
 	var answers int32
 	series := make([]int32, 0, cfg.memberCount())
-	number := func(rs *RecordSet, id string, single bool) int32 {
+	number := func(rs *recordSet, id string, single bool) int32 {
 		if single {
 			answers++
 			return answers - 1
@@ -161,7 +161,7 @@ func numberSeries(cfg *Config) {
 		rs.resort = n
 		single := blocks[rs.Name] == 1 && !mixedTypes(rs)
 		rs.first = int32(len(series))
-		if rs.Policy == Multivalue { // one series for the set; its members never answer alone
+		if rs.Policy == policyMultivalue { // one series for the set; its members never answer alone
 			rs.idx = number(rs, "multivalue", single)
 			for range rs.Members {
 				series = append(series, rs.idx)
@@ -177,7 +177,7 @@ func numberSeries(cfg *Config) {
 }
 
 // memberCount is how many members cfg's record sets hold.
-func (cfg *Config) memberCount() int {
+func (cfg *blockConfig) memberCount() int {
 	n := 0
 	for _, rs := range cfg.Records {
 		n += len(rs.Members)
@@ -189,7 +189,7 @@ func (cfg *Config) memberCount() int {
 // set identifier. An alias member's type is the one it answers (0: every type of its
 // target): an alias and a member of another type are in two type groups, so they too
 // may share one.
-func mixedTypes(rs *RecordSet) bool {
+func mixedTypes(rs *recordSet) bool {
 	for _, m := range rs.Members {
 		if m.Type != rs.Members[0].Type {
 			return true
@@ -201,9 +201,9 @@ func mixedTypes(rs *RecordSet) bool {
 // walkSeries calls fn with the number and labels of each series of kind which in cfg,
 // once each, in numbering order: the first member (or record set) of a series is the
 // one that numberSeries gave the next number.
-func walkSeries(cfg *Config, which int, fn func(n int32, zone, record, member string)) {
+func walkSeries(cfg *blockConfig, which int, fn func(n int32, zone, record, member string)) {
 	next := int32(0)
-	visit := func(n int32, rs *RecordSet, member string) {
+	visit := func(n int32, rs *recordSet, member string) {
 		if n == next {
 			next++
 			fn(n, cfg.Zones[rs.zone], rs.Name, member)
@@ -213,7 +213,7 @@ func walkSeries(cfg *Config, which int, fn func(n int32, zone, record, member st
 		switch {
 		case which == resortSeries:
 			visit(rs.resort, rs, "")
-		case rs.Policy == Multivalue:
+		case rs.Policy == policyMultivalue:
 			visit(rs.idx, rs, "multivalue")
 		default:
 			for j, m := range rs.Members {
@@ -226,7 +226,7 @@ func walkSeries(cfg *Config, which int, fn func(n int32, zone, record, member st
 // queryCounters are one block's answer counts on one server, by series number.
 type queryCounters struct {
 	server string
-	cfg    *Config
+	cfg    *blockConfig
 	c      [2]seriesCounts // answerSeries, resortSeries
 	// next is the block that adopted these counts on reload: counts that still
 	// arrive here (the old block's queries in flight) are passed on to it.
@@ -297,7 +297,7 @@ func (cs *counterSets) add(qc *queryCounters) {
 // replaces reports whether a block of cfg takes over p: p is another block's, not
 // yet taken over, with a zone in common (a reload that adds or drops a zone keeps
 // counting the records it keeps).
-func replaces(cfg *Config, p *queryCounters) bool {
+func replaces(cfg *blockConfig, p *queryCounters) bool {
 	return p.cfg != cfg && p.next.Load() == nil && slices.ContainsFunc(p.cfg.Zones, func(z string) bool { return slices.Contains(cfg.Zones, z) })
 }
 
@@ -321,7 +321,7 @@ func (h *HealthRoute) adoptCounters() {
 
 // shutdown ends the counters of cfg's block: those adopted by a successor pass on
 // what arrived since and go; the others stay, retired, for a successor to adopt.
-func (cs *counterSets) shutdown(cfg *Config) {
+func (cs *counterSets) shutdown(cfg *blockConfig) {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	cs.all = slices.DeleteFunc(cs.all, func(p *queryCounters) bool {
@@ -375,7 +375,7 @@ func (p *queryCounters) sweep() {
 // count records one answer's metrics. The common case, one member's answer in its
 // record set's zone on the block's one server, is inlined into the query path; the
 // rest, with its larger frame, runs only when needed.
-func (h *HealthRoute) count(server string, ans *Answer) {
+func (h *HealthRoute) count(server string, ans *answer) {
 	if ans.leafSet == nil && ans.resortSet == nil {
 		return
 	}
@@ -391,7 +391,7 @@ func (h *HealthRoute) count(server string, ans *Answer) {
 // last-resort answer, an answer out of its record set's zone, counts adopted.
 //
 //go:noinline
-func (h *HealthRoute) countSlow(server string, ans *Answer) {
+func (h *HealthRoute) countSlow(server string, ans *answer) {
 	qc := h.counters(server)
 	if set := ans.leafSet; set != nil {
 		n, id := set.idx, "multivalue"

@@ -47,7 +47,7 @@ var (
 // initCheckSeries creates at 0 the counter series of cfg's probed checks, so that
 // rate(), increase() and ratios have a series before the first probe, failure or
 // transition. Label values come from the configuration only.
-func initCheckSeries(cfg *Config) {
+func initCheckSeries(cfg *blockConfig) {
 	for name, s := range cfg.Checks {
 		if !s.Probed() {
 			continue
@@ -94,7 +94,7 @@ func (c *checkRecordsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.d
 
 func (c *checkRecordsCollector) Collect(ch chan<- prometheus.Metric) {
 	seen := map[[4]string]bool{}
-	emit := func(check string, rs *RecordSet, typ string) {
+	emit := func(check string, rs *recordSet, typ string) {
 		k := [4]string{check, rs.Name, typ, rs.Policy.String()}
 		if !seen[k] {
 			seen[k] = true
@@ -128,7 +128,7 @@ func (c *checkRecordsCollector) Collect(ch chan<- prometheus.Metric) {
 // blocks (or a reload's old and new block) serve counts once.
 type failingOpen struct {
 	mu      sync.Mutex
-	byBlock map[*Resolver]map[[3]string]bool
+	byBlock map[*resolver]map[[3]string]bool
 	count   map[[3]string]int // blocks in which each group fails open
 	spans   map[[3]string][]openSpan
 }
@@ -143,10 +143,10 @@ const (
 	openSpanAge  = 24 * time.Hour
 )
 
-var failing = failingOpen{byBlock: map[*Resolver]map[[3]string]bool{}, count: map[[3]string]int{}, spans: map[[3]string][]openSpan{}}
+var failing = failingOpen{byBlock: map[*resolver]map[[3]string]bool{}, count: map[[3]string]int{}, spans: map[[3]string][]openSpan{}}
 
 // set records whether r's group n fails open.
-func (f *failingOpen) set(r *Resolver, n *node, open bool) {
+func (f *failingOpen) set(r *resolver, n *node, open bool) {
 	k := [3]string{n.set.Name, dns.TypeToString[n.qtype], n.set.Policy.String()}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -169,7 +169,7 @@ func (f *failingOpen) set(r *Resolver, n *node, open bool) {
 }
 
 // drop forgets r's groups: its block shut down.
-func (f *failingOpen) drop(r *Resolver) {
+func (f *failingOpen) drop(r *resolver) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for k := range f.byBlock[r] {

@@ -157,7 +157,7 @@ func TestAnswerSeriesReload(t *testing.T) {
 
 // drop removes every counter of cfg's block, retired or not: for tests that make many
 // blocks that no successor will adopt.
-func (cs *counterSets) drop(cfg *Config) {
+func (cs *counterSets) drop(cfg *blockConfig) {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	cs.all = slices.DeleteFunc(cs.all, func(p *queryCounters) bool { return p.cfg == cfg })

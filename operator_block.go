@@ -14,7 +14,7 @@ import (
 // Checks returns the block's checks as the current table judges them (with the
 // operator overrides), in no order. Probe details and fleet decisions are the
 // handler's to add: the resolver knows only snapshots.
-func (r *Resolver) Checks() []view.Check {
+func (r *resolver) Checks() []view.Check {
 	t := r.table.Load()
 	out := make([]view.Check, 0, len(r.cfg.Checks))
 	for name, spec := range r.cfg.Checks {
@@ -42,7 +42,7 @@ func (r *Resolver) Checks() []view.Check {
 
 // Ready reports whether every check has a first result in the current snapshot
 // (disabled checks need none, calculated ones need their children's).
-func (r *Resolver) Ready() bool {
+func (r *resolver) Ready() bool {
 	snap := r.table.Load().snap
 	for _, s := range r.cfg.Checks {
 		if !snap.Seen(s) {
@@ -54,7 +54,7 @@ func (r *Resolver) Ready() bool {
 
 // Records returns every record group as reached from its own name, with its
 // members' health in the current table, in Corefile order.
-func (r *Resolver) Records() []view.Record {
+func (r *resolver) Records() []view.Record {
 	var out []view.Record
 	t := r.table.Load()
 	for _, rs := range r.cfg.Records {
@@ -131,9 +131,9 @@ func (h *HealthRoute) Records() []view.Record { return h.resolver.Records() }
 
 // Explain resolves q exactly as a DNS query would and says why.
 func (h *HealthRoute) Explain(q view.Question) view.Explanation {
-	loc := Location{Country: q.Country, Continent: q.Continent, Subdivisions: q.Subdivisions,
+	loc := clientLocation{Country: q.Country, Continent: q.Continent, Subdivisions: q.Subdivisions,
 		Lat: q.Lat, Lon: q.Lon, HasCoords: q.HasCoords}
-	ans, tr := h.resolver.Explain(Query{Name: q.Name, Type: q.Type, Client: q.Client, Loc: loc})
+	ans, tr := h.resolver.Explain(query{Name: q.Name, Type: q.Type, Client: q.Client, Loc: loc})
 	v := view.Explanation{Name: q.Name, Type: dns.TypeToString[q.Type], Client: q.Client.String(),
 		Rcode: dns.RcodeToString[ans.Rcode], Answer: []string{}, Scope: ans.Scope, Trace: tr}
 	for _, rr := range ans.RRs {

@@ -9,14 +9,14 @@ import (
 )
 
 // parseAPI reads `api ADDRESS [{ token_file FILE }]`.
-func parseAPI(c *caddy.Controller, args []string) (*APIConfig, error) {
+func parseAPI(c *caddy.Controller, args []string) (*apiConfig, error) {
 	if len(args) != 1 {
 		return nil, c.ArgErr()
 	}
 	if _, port, err := net.SplitHostPort(args[0]); err != nil || !validPort(port) {
 		return nil, c.Errf("api: invalid address '%s', expected HOST:PORT (port 1-65535) such as 127.0.0.1:8053", args[0])
 	}
-	a := &APIConfig{Addr: args[0], at: pos{c.File(), c.Line()}}
+	a := &apiConfig{Addr: args[0], at: pos{c.File(), c.Line()}}
 	opts := seen{}
 	err := block(c, func(key string, v []string) error {
 		switch key {

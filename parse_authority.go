@@ -8,7 +8,7 @@ import (
 )
 
 // parseSOA reads `soa MNAME RNAME [SERIAL REFRESH RETRY EXPIRE MINIMUM]`.
-func parseSOA(c *caddy.Controller, cfg *Config, args []string) error {
+func parseSOA(c *caddy.Controller, cfg *blockConfig, args []string) error {
 	if len(args) != 2 && len(args) != 7 {
 		return c.Errf("soa: expected MNAME RNAME [SERIAL REFRESH RETRY EXPIRE MINIMUM], got %d values", len(args))
 	}
@@ -37,7 +37,7 @@ func parseSOA(c *caddy.Controller, cfg *Config, args []string) error {
 }
 
 // parseNS reads `ns NAME...`.
-func parseNS(c *caddy.Controller, cfg *Config, args []string) error {
+func parseNS(c *caddy.Controller, cfg *blockConfig, args []string) error {
 	if len(args) == 0 {
 		return c.ArgErr()
 	}
@@ -63,7 +63,7 @@ const (
 // time the configuration was read (so it grows with every change that is loaded),
 // the negative TTL the block's ttl. Without fallthrough the block is the whole zone:
 // an in-zone name server must then have an address record in it.
-func authorityDefaults(cfg *Config, now time.Time) error {
+func authorityDefaults(cfg *blockConfig, now time.Time) error {
 	if !cfg.soaSet {
 		cfg.SOA.Serial = uint32(now.Unix())
 		cfg.SOA.Refresh, cfg.SOA.Retry, cfg.SOA.Expire, cfg.SOA.Minimum = soaRefresh, soaRetry, soaExpire, cfg.TTL
@@ -78,7 +78,7 @@ func authorityDefaults(cfg *Config, now time.Time) error {
 				continue
 			}
 			for _, m := range rs.Members {
-				found = found || m.Kind == KindA || m.Kind == KindAAAA || m.Kind == KindAlias
+				found = found || m.Kind == kindA || m.Kind == kindAAAA || m.Kind == kindAlias
 			}
 		}
 		if !found {

@@ -24,7 +24,7 @@ type azConfig struct {
 
 // azKey is a location as written: type and ID.
 type azKey struct {
-	level AZLevel
+	level azLevel
 	id    string
 }
 
@@ -37,7 +37,7 @@ type azClient struct {
 
 // parseAZLine reads `location TYPE ID`, `client_location TYPE ID PREFIX[,PREFIX...]`
 // or `az_location AZ_ID ZONE_GROUP REGION PARTITION` into cfg.
-func parseAZLine(c *caddy.Controller, cfg *Config, key string, args []string) error {
+func parseAZLine(c *caddy.Controller, cfg *blockConfig, key string, args []string) error {
 	if cfg.AZ == nil {
 		cfg.AZ = &azConfig{declared: map[string]azChain{}, declPos: map[string]pos{}, where: map[*azKey]pos{}}
 	}
@@ -100,7 +100,7 @@ func parseAZLine(c *caddy.Controller, cfg *Config, key string, args []string) er
 
 // chain returns the location (level, id) and every location containing it: from
 // the az_location lines, else derived from the names (see docs/az-affinity.md#names).
-func (az *azConfig) chain(level AZLevel, id string) (azChain, error) {
+func (az *azConfig) chain(level azLevel, id string) (azChain, error) {
 	var ch azChain
 	if az != nil {
 		for _, d := range az.declared { // the az_location line that names it, at its level
@@ -111,25 +111,25 @@ func (az *azConfig) chain(level AZLevel, id string) (azChain, error) {
 		}
 	}
 	switch level {
-	case AZZone:
+	case azZone:
 		code, n, ok := strings.Cut(id, "-az")
 		region, known := regionOfCode(code)
 		if !ok || !digits(n) || !known {
 			return ch, fmt.Errorf("AZ ID '%s' does not name its region (expected such as use1-az1); state it with 'az_location %s ZONE_GROUP REGION PARTITION'", id, id)
 		}
 		ch = azChain{id, region + "-zg-1", region, partitionOf(region)}
-	case AZZoneGroup:
+	case azZoneGroup:
 		i := strings.LastIndex(id, "-zg-")
 		if i <= 0 || !digits(id[i+4:]) || !isRegion(id[:i]) {
 			return ch, fmt.Errorf("zone group '%s' does not name its region (expected REGION-zg-N such as us-east-1-zg-1); state it in an az_location line", id)
 		}
 		ch[1], ch[2], ch[3] = id, id[:i], partitionOf(id[:i])
-	case AZRegion:
+	case azRegion:
 		if !isRegion(id) {
 			return ch, fmt.Errorf("region '%s' is not a region code (expected such as us-east-1); state it in an az_location line", id)
 		}
 		ch[2], ch[3] = id, partitionOf(id)
-	case AZPartition:
+	case azPartition:
 		if id != "aws" && !strings.HasPrefix(id, "aws-") {
 			return ch, fmt.Errorf("partition '%s' is not a partition (expected aws or aws-*); state it in an az_location line", id)
 		}
@@ -214,7 +214,7 @@ func (az *azConfig) consistent() error {
 			first, ok := parent[d[lvl]]
 			if p := az.declared[first]; ok && !slices.Equal(p[lvl+1:], d[lvl+1:]) {
 				return az.declPos[id].errorf("az_location: %s %s is placed in %s here and in %s by the line of %s (line %d), expected one place",
-					AZLevel(lvl+1), d[lvl], strings.Join(d[lvl+1:], " "), strings.Join(p[lvl+1:], " "), first, az.declPos[first].line)
+					azLevel(lvl+1), d[lvl], strings.Join(d[lvl+1:], " "), strings.Join(p[lvl+1:], " "), first, az.declPos[first].line)
 			}
 			if !ok {
 				parent[d[lvl]] = id
@@ -226,7 +226,7 @@ func (az *azConfig) consistent() error {
 
 // validateAZ checks the location lines and the azaffinity members' locations, after
 // the whole block was read: each location must be placed in its containing ones.
-func validateAZ(cfg *Config) error {
+func validateAZ(cfg *blockConfig) error {
 	az := cfg.AZ
 	if az != nil {
 		if az.server != nil {
@@ -245,11 +245,11 @@ func validateAZ(cfg *Config) error {
 		}
 	}
 	for _, rs := range cfg.Records {
-		if rs.Policy != AZAffinity {
+		if rs.Policy != policyAZAffinity {
 			continue
 		}
 		for _, m := range rs.Members {
-			if m.AZLevel == AZGlobal {
+			if m.AZLevel == azGlobal {
 				continue
 			}
 			if _, err := az.chain(m.AZLevel, m.AZID); err != nil {
@@ -261,10 +261,10 @@ func validateAZ(cfg *Config) error {
 }
 
 // parseAZLevel reads a location type keyword; global is accepted only with global.
-func parseAZLevel(s string, global bool) (AZLevel, bool) {
+func parseAZLevel(s string, global bool) (azLevel, bool) {
 	for l, n := range azLevelNames {
-		if n != "" && n == s && (global || AZLevel(l) != AZGlobal) {
-			return AZLevel(l), true
+		if n != "" && n == s && (global || azLevel(l) != azGlobal) {
+			return azLevel(l), true
 		}
 	}
 	return 0, false
@@ -272,13 +272,13 @@ func parseAZLevel(s string, global bool) (AZLevel, bool) {
 
 // parseAZKey reads an azaffinity member key: `az ID`, `zone_group ID`, `region ID`,
 // `partition ID` or `global`.
-func parseAZKey(c *caddy.Controller, rs *RecordSet, m *Member, a []string) ([]string, error) {
+func parseAZKey(c *caddy.Controller, rs *recordSet, m *member, a []string) ([]string, error) {
 	l, ok := parseAZLevel(a[0], true)
 	if !ok {
-		return nil, c.Errf("record %s: '%s' is not a member key of azaffinity records, expected %s", rs.Name, a[0], policyKeys[AZAffinity])
+		return nil, c.Errf("record %s: '%s' is not a member key of azaffinity records, expected %s", rs.Name, a[0], policyKeys[policyAZAffinity])
 	}
 	m.AZLevel = l
-	if l == AZGlobal {
+	if l == azGlobal {
 		return a[1:], nil
 	}
 	if len(a) < 2 {

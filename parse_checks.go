@@ -15,7 +15,7 @@ import (
 )
 
 // parseCheck reads `check NAME TYPE TARGET... [{ OPTIONS }]`; args are the line's.
-func parseCheck(c *caddy.Controller, cfg *Config, args []string) (*health.Spec, []childRef, error) {
+func parseCheck(c *caddy.Controller, cfg *blockConfig, args []string) (*health.Spec, []childRef, error) {
 	if len(args) < 2 {
 		return nil, nil, c.ArgErr()
 	}
@@ -247,7 +247,7 @@ func checkTarget(typ health.Type, t string) (string, error) {
 
 // resolveChildren links calculated checks to their children and refuses unknown
 // children and cycles.
-func resolveChildren(cfg *Config, children map[*health.Spec][]childRef) error {
+func resolveChildren(cfg *blockConfig, children map[*health.Spec][]childRef) error {
 	order := slices.SortedFunc(maps.Keys(children), func(a, b *health.Spec) int {
 		return children[a][0].pos.line - children[b][0].pos.line // Corefile order: stable errors
 	})

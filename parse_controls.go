@@ -14,13 +14,13 @@ import (
 	"github.com/healthroute/healthroute/health"
 )
 
-// DefaultControlsDir is the data directory of the control state when the block
+// defaultControlsDir is the data directory of the control state when the block
 // names none, taken from the server's root.
-const DefaultControlsDir = "healthroute-control"
+const defaultControlsDir = "healthroute-control"
 
-// ControlsConfig is the `controls { ... }` property: where the replicated control
+// controlsConfig is the `controls { ... }` property: where the replicated control
 // state lives, who votes on it, and its safety rules.
-type ControlsConfig struct {
+type controlsConfig struct {
 	Bind    string           // the control port; "": none (a single voter, in-process)
 	DataDir string           // absolute, or from the server's root
 	Voters  []control.Server // nil: this member alone
@@ -33,11 +33,11 @@ type ControlsConfig struct {
 // parseControls reads `controls { bind; data_dir; voters; assertion;
 // inverted_assertion; gating; wait }` into cfg.Controls. Rules are checked against
 // the block's control checks once the whole block is read (finishControls).
-func parseControls(c *caddy.Controller, cfg *Config, args []string) error {
+func parseControls(c *caddy.Controller, cfg *blockConfig, args []string) error {
 	if len(args) != 0 {
 		return c.ArgErr()
 	}
-	cc := &ControlsConfig{DataDir: rootPath(c, DefaultControlsDir), rulePos: map[string]pos{}, at: pos{c.File(), c.Line()}}
+	cc := &controlsConfig{DataDir: rootPath(c, defaultControlsDir), rulePos: map[string]pos{}, at: pos{c.File(), c.Line()}}
 	opts := seen{}
 	err := block(c, func(key string, a []string) error {
 		switch key {
@@ -128,7 +128,7 @@ func parseRule(c *caddy.Controller, key string, a []string) (control.Rule, error
 }
 
 // controlNames returns the block's checks of type control, sorted.
-func controlNames(cfg *Config) []string {
+func controlNames(cfg *blockConfig) []string {
 	var out []string
 	for name, s := range cfg.Checks {
 		if s.Type == health.Control {
@@ -144,7 +144,7 @@ func controlNames(cfg *Config) []string {
 // in a fleet, an error: the voters must be listed); the rules must name control
 // checks and form no gating cycle; the control port must be authenticated or on
 // loopback.
-func finishControls(cfg *Config, checkPos map[string]pos) error {
+func finishControls(cfg *blockConfig, checkPos map[string]pos) error {
 	names := controlNames(cfg)
 	cc := cfg.Controls
 	if cc == nil {
@@ -155,7 +155,7 @@ func finishControls(cfg *Config, checkPos map[string]pos) error {
 		if cfg.Fleet != nil && len(cfg.Fleet.Join) > 0 {
 			return at.errorf("check %s: control checks in a fleet need a controls block listing the voters (controls { voters NAME=ADDRESS:PORT... }), so that every member holds the same state", names[0])
 		}
-		cc = &ControlsConfig{DataDir: cfg.controlsDir, rulePos: map[string]pos{}, at: at}
+		cc = &controlsConfig{DataDir: cfg.controlsDir, rulePos: map[string]pos{}, at: at}
 		cfg.Controls = cc
 	}
 	for _, r := range cc.Rules {
@@ -189,7 +189,7 @@ func finishControls(cfg *Config, checkPos map[string]pos) error {
 
 // controlsMember is this member's name in the control state: its fleet name, or
 // "local" without a fleet.
-func controlsMember(cfg *Config) string {
+func controlsMember(cfg *blockConfig) string {
 	if cfg.Fleet != nil {
 		return cfg.Fleet.Name
 	}
@@ -197,7 +197,7 @@ func controlsMember(cfg *Config) string {
 }
 
 // nodeConfig is the raft node's configuration of cfg.
-func (cc *ControlsConfig) nodeConfig(cfg *Config) control.Config {
+func (cc *controlsConfig) nodeConfig(cfg *blockConfig) control.Config {
 	nc := control.Config{Name: controlsMember(cfg), Bind: cc.Bind, Voters: cc.Voters, Dir: cc.DataDir}
 	if cfg.Fleet != nil {
 		nc.Key = cfg.Fleet.Key
@@ -206,6 +206,6 @@ func (cc *ControlsConfig) nodeConfig(cfg *Config) control.Config {
 }
 
 // String describes where the state lives, for logs.
-func (cc *ControlsConfig) String() string {
+func (cc *controlsConfig) String() string {
 	return fmt.Sprintf("data_dir %s, %d voters", cc.DataDir, max(1, len(cc.Voters)))
 }

@@ -19,7 +19,7 @@ import (
 // parseFleet reads `fleet { bind; join; name; key_file; quorum; insecure; profile;
 // heartbeat; suspicion; max_connections }` into cfg.Fleet. It reads and checks the
 // key file and starts nothing.
-func parseFleet(c *caddy.Controller, cfg *Config) error {
+func parseFleet(c *caddy.Controller, cfg *blockConfig) error {
 	if cfg.Fleet != nil {
 		return c.Errf("fleet is defined twice")
 	}

@@ -14,17 +14,17 @@ import (
 )
 
 // parsePolicy maps a Corefile spelling to a Policy.
-func parsePolicy(s string) (Policy, bool) {
+func parsePolicy(s string) (policy, bool) {
 	for p, n := range policyNames {
 		if n != "" && n == s {
-			return Policy(p), true
+			return policy(p), true
 		}
 	}
 	return 0, false
 }
 
 // parseRecord reads `record NAME POLICY { MEMBERS }`; args are the line's.
-func parseRecord(c *caddy.Controller, cfg *Config, args []string) (*RecordSet, error) {
+func parseRecord(c *caddy.Controller, cfg *blockConfig, args []string) (*recordSet, error) {
 	if len(args) != 2 {
 		return nil, c.ArgErr()
 	}
@@ -39,7 +39,7 @@ func parseRecord(c *caddy.Controller, cfg *Config, args []string) (*RecordSet, e
 	if !ok {
 		return nil, c.Errf("record %s: unknown policy '%s', expected simple, weighted, latency, failover, geolocation, geoproximity, multivalue, ip or azaffinity", name, args[1])
 	}
-	rs := &RecordSet{Name: name, Policy: pol}
+	rs := &recordSet{Name: name, Policy: pol}
 	cfg.state().setPos[rs] = pos{c.File(), c.Line()}
 	ttlLine := 0
 	err := block(c, func(first string, args []string) error {
@@ -77,32 +77,32 @@ func parseRecord(c *caddy.Controller, cfg *Config, args []string) (*RecordSet, e
 }
 
 // policyKeys says what a member line of each policy starts with, for error messages.
-var policyKeys = map[Policy]string{
-	Simple:       "a target (" + targetTypes + ")",
-	Weighted:     "'weight N'",
-	Latency:      "'region NAME'",
-	Failover:     "'primary' or 'secondary'",
-	Multivalue:   "'value'",
-	Geolocation:  "'continent XX', 'country XX', 'subdivision XX-YY' or 'default'",
-	Geoproximity: "'region NAME [bias B]' or 'coordinates LAT LON [bias B]'",
-	IPBased:      "'cidr PREFIX[,PREFIX...]' or 'default'",
-	AZAffinity:   "'az ID', 'zone_group ID', 'region ID', 'partition ID' or 'global'",
+var policyKeys = map[policy]string{
+	policySimple:       "a target (" + targetTypes + ")",
+	policyWeighted:     "'weight N'",
+	policyLatency:      "'region NAME'",
+	policyFailover:     "'primary' or 'secondary'",
+	policyMultivalue:   "'value'",
+	policyGeolocation:  "'continent XX', 'country XX', 'subdivision XX-YY' or 'default'",
+	policyGeoproximity: "'region NAME [bias B]' or 'coordinates LAT LON [bias B]'",
+	policyIPBased:      "'cidr PREFIX[,PREFIX...]' or 'default'",
+	policyAZAffinity:   "'az ID', 'zone_group ID', 'region ID', 'partition ID' or 'global'",
 }
 
 // parseMember reads one member line: policy key, target, options.
-func parseMember(c *caddy.Controller, cfg *Config, rs *RecordSet, a []string) (*Member, error) {
-	m := &Member{}
+func parseMember(c *caddy.Controller, cfg *blockConfig, rs *recordSet, a []string) (*member, error) {
+	m := &member{}
 	cfg.state().pos[m] = pos{c.File(), c.Line()}
 	bad := func() error {
 		return c.Errf("record %s: '%s' is not a member key of %s records, expected %s", rs.Name, a[0], rs.Policy, policyKeys[rs.Policy])
 	}
 	switch rs.Policy {
-	case Latency, Geolocation, Geoproximity, IPBased, AZAffinity:
-		m.Place = new(Place)
+	case policyLatency, policyGeolocation, policyGeoproximity, policyIPBased, policyAZAffinity:
+		m.place = new(place)
 	}
 	switch rs.Policy {
-	case Simple:
-	case Weighted:
+	case policySimple:
+	case policyWeighted:
 		if a[0] != "weight" {
 			return nil, bad()
 		}
@@ -114,22 +114,22 @@ func parseMember(c *caddy.Controller, cfg *Config, rs *RecordSet, a []string) (*
 			return nil, c.Errf("record %s: weight: invalid value '%s', expected a number from 0 to 255", rs.Name, a[1])
 		}
 		m.Weight, a = uint8(w), a[2:]
-	case Failover:
+	case policyFailover:
 		switch a[0] {
 		case "primary":
-			m.Role = Primary
+			m.Role = rolePrimary
 		case "secondary":
-			m.Role = Secondary
+			m.Role = roleSecondary
 		default:
 			return nil, bad()
 		}
 		a = a[1:]
-	case Multivalue:
+	case policyMultivalue:
 		if a[0] != "value" {
 			return nil, bad()
 		}
 		a = a[1:]
-	case Latency:
+	case policyLatency:
 		if a[0] != "region" {
 			return nil, bad()
 		}
@@ -137,22 +137,22 @@ func parseMember(c *caddy.Controller, cfg *Config, rs *RecordSet, a []string) (*
 			return nil, c.ArgErr()
 		}
 		m.Region, a = a[1], a[2:]
-	case Geolocation:
+	case policyGeolocation:
 		var err error
 		if a, err = parseGeoKey(c, rs, m, a); err != nil {
 			return nil, err
 		}
-	case Geoproximity:
+	case policyGeoproximity:
 		var err error
 		if a, err = parseProximityKey(c, cfg, rs, m, a); err != nil {
 			return nil, err
 		}
-	case AZAffinity:
+	case policyAZAffinity:
 		var err error
 		if a, err = parseAZKey(c, rs, m, a); err != nil {
 			return nil, err
 		}
-	case IPBased:
+	case policyIPBased:
 		switch a[0] {
 		case "default":
 			m.Default, a = true, a[1:]
@@ -204,7 +204,7 @@ func parseMember(c *caddy.Controller, cfg *Config, rs *RecordSet, a []string) (*
 			}
 			m.ID, a = a[1], a[2:]
 		case "evaluate_target_health":
-			if m.Kind != KindAlias {
+			if m.Kind != kindAlias {
 				return nil, c.Errf("record %s: evaluate_target_health applies to alias targets only", rs.Name)
 			}
 			m.ETH, a = true, a[1:]
@@ -237,9 +237,9 @@ func parseMember(c *caddy.Controller, cfg *Config, rs *RecordSet, a []string) (*
 
 // parseGeoKey reads a geolocation key: continent XX, country XX, subdivision XX-YY
 // or default.
-func parseGeoKey(c *caddy.Controller, rs *RecordSet, m *Member, a []string) ([]string, error) {
+func parseGeoKey(c *caddy.Controller, rs *recordSet, m *member, a []string) ([]string, error) {
 	if a[0] == "default" {
-		m.Geo, m.Default = GeoDefault, true
+		m.Geo, m.Default = geoDefault, true
 		return a[1:], nil
 	}
 	if len(a) < 2 {
@@ -251,27 +251,27 @@ func parseGeoKey(c *caddy.Controller, rs *RecordSet, m *Member, a []string) ([]s
 		if !continents[code] {
 			return nil, c.Errf("record %s: continent: invalid code '%s', expected AF, AN, AS, EU, NA, OC or SA", rs.Name, a[1])
 		}
-		m.Geo = GeoContinent
+		m.Geo = geoContinent
 	case "country":
 		if _, ok := continentOf[code]; !ok {
 			return nil, c.Errf("record %s: country: invalid code '%s', expected an ISO 3166-1 alpha-2 code", rs.Name, a[1])
 		}
-		m.Geo = GeoCountry
+		m.Geo = geoCountry
 	case "subdivision":
 		cc, sub, ok := strings.Cut(code, "-")
 		if _, known := continentOf[cc]; !ok || !known || sub == "" || len(sub) > 3 {
 			return nil, c.Errf("record %s: subdivision: invalid code '%s', expected COUNTRY-SUBDIVISION such as US-CA", rs.Name, a[1])
 		}
-		m.Geo = GeoSubdivision
+		m.Geo = geoSubdivision
 	default:
-		return nil, c.Errf("record %s: '%s' is not a member key of geolocation records, expected %s", rs.Name, a[0], policyKeys[Geolocation])
+		return nil, c.Errf("record %s: '%s' is not a member key of geolocation records, expected %s", rs.Name, a[0], policyKeys[policyGeolocation])
 	}
 	m.GeoCode = code
 	return a[2:], nil
 }
 
 // parseProximityKey reads `region NAME [bias B]` or `coordinates LAT LON [bias B]`.
-func parseProximityKey(c *caddy.Controller, cfg *Config, rs *RecordSet, m *Member, a []string) ([]string, error) {
+func parseProximityKey(c *caddy.Controller, cfg *blockConfig, rs *recordSet, m *member, a []string) ([]string, error) {
 	switch a[0] {
 	case "region":
 		if len(a) < 2 {
@@ -288,7 +288,7 @@ func parseProximityKey(c *caddy.Controller, cfg *Config, rs *RecordSet, m *Membe
 		}
 		m.Lat, m.Lon, a = lat, lon, a[3:]
 	default:
-		return nil, c.Errf("record %s: '%s' is not a member key of geoproximity records, expected %s", rs.Name, a[0], policyKeys[Geoproximity])
+		return nil, c.Errf("record %s: '%s' is not a member key of geoproximity records, expected %s", rs.Name, a[0], policyKeys[policyGeoproximity])
 	}
 	m.Coords = true
 	if len(a) >= 2 && a[0] == "bias" {
@@ -306,14 +306,14 @@ func isOption(s string) bool {
 }
 
 // defaultID derives a stable set identifier from the member's key and target.
-func defaultID(m *Member) string {
+func defaultID(m *member) string {
 	var key string
 	switch {
-	case m.Role == Primary:
+	case m.Role == rolePrimary:
 		key = "primary-"
-	case m.Role == Secondary:
+	case m.Role == roleSecondary:
 		key = "secondary-"
-	case m.Place == nil: // no other key
+	case m.place == nil: // no other key
 	case m.AZLevel != 0:
 		key = azKeyString(azKey{m.AZLevel, m.AZID}) + "-"
 	case m.Region != "":
@@ -328,9 +328,9 @@ func defaultID(m *Member) string {
 		key = m.CIDRs[0].String() + "-"
 	}
 	switch m.Kind {
-	case KindA, KindAAAA:
+	case kindA, kindAAAA:
 		return key + m.Addrs[0].String()
-	case KindRR:
+	case kindRR:
 		return key + strings.ToLower(dns.TypeToString[m.Type]) + "-" + strings.TrimPrefix(m.RRs[0].String(), m.RRs[0].Header().String())
 	default:
 		return key + strings.TrimSuffix(m.Target, ".")
@@ -360,13 +360,13 @@ var quotedFields = map[uint16][]int{dns.TypeCAA: {2}, dns.TypeNAPTR: {2, 3, 4}}
 // parseTarget reads a member's target: `A ADDR...`, `AAAA ADDR...`, `CNAME NAME`,
 // `alias NAME [TYPE]` or `TYPE VALUE...` in zone-file presentation format, and
 // returns what follows it.
-func parseTarget(c *caddy.Controller, cfg *Config, rs *RecordSet, m *Member, a []string) ([]string, error) {
+func parseTarget(c *caddy.Controller, cfg *blockConfig, rs *recordSet, m *member, a []string) ([]string, error) {
 	typ := strings.ToUpper(a[0])
 	switch typ {
 	case "A", "AAAA":
-		m.Kind, m.Type = KindA, dns.TypeA
+		m.Kind, m.Type = kindA, dns.TypeA
 		if typ == "AAAA" {
-			m.Kind, m.Type = KindAAAA, dns.TypeAAAA
+			m.Kind, m.Type = kindAAAA, dns.TypeAAAA
 		}
 		a = a[1:]
 		n := 0
@@ -379,17 +379,17 @@ func parseTarget(c *caddy.Controller, cfg *Config, rs *RecordSet, m *Member, a [
 		addrs := make([]netip.Addr, n)
 		for i, s := range a[:n] {
 			ip, err := netip.ParseAddr(s)
-			if err != nil || ip.Zone() != "" || (m.Kind == KindA) != ip.Is4() {
+			if err != nil || ip.Zone() != "" || (m.Kind == kindA) != ip.Is4() {
 				return nil, c.Errf("record %s: invalid %s address '%s'", rs.Name, m.Kind, s)
 			}
 			addrs[i] = ip
 		}
-		m.Ref = cfg.state().share(Ref{Addrs: addrs}) // members of many names often point at the same address
+		m.ref = cfg.state().share(ref{Addrs: addrs}) // members of many names often point at the same address
 		return a[n:], nil
 	case "CNAME", "ALIAS":
-		m.Kind, m.Type = KindCNAME, dns.TypeCNAME
+		m.Kind, m.Type = kindCNAME, dns.TypeCNAME
 		if typ == "ALIAS" {
-			m.Kind, m.Type, m.ETH = KindAlias, 0, true // on by default: docs/routing.md#evaluate-target-health
+			m.Kind, m.Type, m.ETH = kindAlias, 0, true // on by default: docs/routing.md#evaluate-target-health
 		}
 		if len(a) < 2 {
 			return nil, c.Errf("record %s: %s needs a target name", rs.Name, a[0])
@@ -398,9 +398,9 @@ func parseTarget(c *caddy.Controller, cfg *Config, rs *RecordSet, m *Member, a [
 		if !ok {
 			return nil, c.Errf("record %s: invalid %s target '%s', expected a domain name", rs.Name, a[0], a[1])
 		}
-		m.Ref = cfg.state().share(Ref{Target: t})
+		m.ref = cfg.state().share(ref{Target: t})
 		a = a[2:]
-		if m.Kind == KindAlias && len(a) > 0 && !isOption(a[0]) {
+		if m.Kind == kindAlias && len(a) > 0 && !isOption(a[0]) {
 			at := dns.StringToType[strings.ToUpper(a[0])]
 			if !aliasTypes[at] {
 				return nil, c.Errf("record %s: alias: invalid type '%s', expected A, AAAA, CNAME, MX, TXT, SPF, SRV, CAA, PTR or NAPTR", rs.Name, a[0])
@@ -412,12 +412,12 @@ func parseTarget(c *caddy.Controller, cfg *Config, rs *RecordSet, m *Member, a [
 	t, ok := dns.StringToType[typ]
 	n, known := rrFields[t]
 	if !ok || (!known && t != dns.TypeTXT && t != dns.TypeSPF) {
-		if rs.Policy == Simple {
-			return nil, c.Errf("record %s: '%s' is not a member key of simple records, expected %s", rs.Name, a[0], policyKeys[Simple])
+		if rs.Policy == policySimple {
+			return nil, c.Errf("record %s: '%s' is not a member key of simple records, expected %s", rs.Name, a[0], policyKeys[policySimple])
 		}
 		return nil, c.Errf("record %s: unknown target type '%s', expected %s", rs.Name, a[0], targetTypes)
 	}
-	m.Kind, m.Type, m.Ref, a = KindRR, t, &Ref{}, a[1:]
+	m.Kind, m.Type, m.ref, a = kindRR, t, &ref{}, a[1:]
 	zone := plugin.Zones(cfg.Zones).Matches(strings.TrimPrefix(rs.Name, "*."))
 	for len(a) > 0 && !isOption(a[0]) {
 		var rdata string

@@ -26,7 +26,7 @@ type route53Config struct {
 }
 
 // parseRoute53 reads the route53 property's block.
-func parseRoute53(c *caddy.Controller, cfg *Config, args []string) error {
+func parseRoute53(c *caddy.Controller, cfg *blockConfig, args []string) error {
 	if len(args) != 0 {
 		return c.ArgErr()
 	}
@@ -86,7 +86,7 @@ func parseRoute53(c *caddy.Controller, cfg *Config, args []string) error {
 // its region, check and record lines into cfg as if the block held them. Any error
 // names the file, and the record set or line. The memory of a big load that failed
 // is returned to the system at once.
-func loadRoute53(cfg *Config, children *map[*health.Spec][]childRef) (err error) {
+func loadRoute53(cfg *blockConfig, children *map[*health.Spec][]childRef) (err error) {
 	r := cfg.Route53
 	r.stats = watch.Stamps(r.files.Paths())
 	r.files.Limit = cfg.fileLimit()

@@ -8,16 +8,16 @@ import (
 	"github.com/healthroute/healthroute/operator"
 )
 
-// WebhookConfig is the `webhook URL { secret_file FILE }` property: where the
+// webhookConfig is the `webhook URL { secret_file FILE }` property: where the
 // block's status changes are sent, and the secret they are signed with.
-type WebhookConfig struct {
+type webhookConfig struct {
 	URL    string
 	Secret []byte
 }
 
 // parseWebhook reads `webhook URL { secret_file FILE }`; the secret is required
 // and as long as an api token must be.
-func parseWebhook(c *caddy.Controller, args []string) (*WebhookConfig, error) {
+func parseWebhook(c *caddy.Controller, args []string) (*webhookConfig, error) {
 	if len(args) != 1 {
 		return nil, c.ArgErr()
 	}
@@ -25,7 +25,7 @@ func parseWebhook(c *caddy.Controller, args []string) (*WebhookConfig, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, c.Errf("webhook: invalid URL '%s', expected http:// or https:// with a host", args[0])
 	}
-	w := &WebhookConfig{URL: args[0]}
+	w := &webhookConfig{URL: args[0]}
 	opts := seen{}
 	err = block(c, func(key string, v []string) error {
 		switch key {

@@ -31,7 +31,7 @@ func TestAliasChainDeep(t *testing.T) {
 	}
 	for _, i := range []int{0, 1, depth / 2, depth - 1} {
 		name := fmt.Sprintf("r%d.example.org.", i)
-		rrs := r.Resolve(Query{Name: name, Type: dns.TypeA, Client: testClient}).RRs
+		rrs := r.Resolve(query{Name: name, Type: dns.TypeA, Client: testClient}).RRs
 		if len(rrs) != 1 || rrs[0].Header().Name != name || rrs[0].(*dns.A).A.String() != "192.0.2.1" {
 			t.Errorf("%s: answer %v, want 192.0.2.1 owned by %s", name, rrs, name)
 		}
@@ -74,7 +74,7 @@ func TestSharedGroupAnswersUnderEachName(t *testing.T) {
 		{"ma.example.org.", dns.TypeAAAA, "2001:db8::1,2001:db8::2"},
 		{"m.example.org.", dns.TypeAAAA, "2001:db8::1,2001:db8::2"},
 	} {
-		q := Query{Name: tc.name, Type: tc.qtype, Client: testClient}
+		q := query{Name: tc.name, Type: tc.qtype, Client: testClient}
 		for range 20 { // every rotation is named right
 			rrs := r.Resolve(q).RRs
 			if got := strings.Join(rrValues(rrs), ","); got != tc.want {
@@ -87,7 +87,7 @@ func TestSharedGroupAnswersUnderEachName(t *testing.T) {
 			}
 		}
 	}
-	q := Query{Name: "a.example.org.", Type: dns.TypeA, Client: testClient}
+	q := query{Name: "a.example.org.", Type: dns.TypeA, Client: testClient}
 	if n := testing.AllocsPerRun(100, func() { r.Resolve(q) }); n != 0 {
 		t.Errorf("an alias answer allocates %v times per query after the first, want 0", n)
 	}
@@ -101,7 +101,7 @@ func BenchmarkAliasChain(b *testing.B) {
 		b.Run(fmt.Sprint(depth), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				NewResolver(mustParse(b, block))
+				newResolver(mustParse(b, block))
 			}
 		})
 	}

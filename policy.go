@@ -6,7 +6,7 @@ package healthroute
 
 // memberOK reports whether member i of n is healthy for q: its check and, with
 // evaluate target health, a healthy answer in its target for this client.
-func (r *Resolver) memberOK(t *table, n *node, i int32, q *Query) bool {
+func (r *resolver) memberOK(t *table, n *node, i int32, q *query) bool {
 	if !t.state(n.id).ok[i] {
 		return false
 	}
@@ -18,24 +18,24 @@ func (r *Resolver) memberOK(t *table, n *node, i int32, q *Query) bool {
 }
 
 // branchHealthy reports whether n has a healthy answer for q.
-func (r *Resolver) branchHealthy(t *table, n *node, q *Query) bool {
+func (r *resolver) branchHealthy(t *table, n *node, q *query) bool {
 	if !n.dynHealth {
 		return t.state(n.id).healthy
 	}
 	switch n.set.Policy {
-	case Geolocation:
+	case policyGeolocation:
 		for i := range n.members { // only the records that apply to this client count
 			if geoLevel(&n.members[i], &q.Loc) >= 0 && r.memberOK(t, n, int32(i), q) {
 				return true
 			}
 		}
 		return false
-	case IPBased:
+	case policyIPBased:
 		if m, ok := n.links.ip.lookup(q.Client); ok && r.memberOK(t, n, m, q) {
 			return true
 		}
 		return n.links.ipDefault >= 0 && r.memberOK(t, n, n.links.ipDefault, q)
-	case AZAffinity:
+	case policyAZAffinity:
 		return r.azHealthy(t, n, q)
 	}
 	for i := range n.members {
@@ -48,15 +48,15 @@ func (r *Resolver) branchHealthy(t *table, n *node, q *Query) bool {
 
 // pickForClient picks a member of a client-dependent node for q, or -1 when no record
 // applies to the client.
-func (r *Resolver) pickForClient(t *table, n *node, q *Query) int32 {
+func (r *resolver) pickForClient(t *table, n *node, q *query) int32 {
 	switch n.set.Policy {
-	case Latency, Geoproximity, Geolocation:
+	case policyLatency, policyGeoproximity, policyGeolocation:
 		// The best-ranked healthy member; when none is healthy, the best-ranked
 		// member (the last resort). Ties go to the member listed first.
 		best, bestOK := int32(-1), int32(-1)
 		var key, keyOK float64
 		var row []uint32 // latency: the table's row for this client, looked up once
-		if lat := r.latency.Load(); lat != nil && n.set.Policy == Latency {
+		if lat := r.latency.Load(); lat != nil && n.set.Policy == policyLatency {
 			row, _ = lat.rows.lookup(q.Client)
 		}
 		for i := range n.members {
@@ -75,7 +75,7 @@ func (r *Resolver) pickForClient(t *table, n *node, q *Query) int32 {
 			return bestOK
 		}
 		return best
-	case IPBased:
+	case policyIPBased:
 		m, matched := n.links.ip.lookup(q.Client)
 		def := n.links.ipDefault
 		switch {
@@ -87,9 +87,9 @@ func (r *Resolver) pickForClient(t *table, n *node, q *Query) int32 {
 			return m // both unhealthy: the matched record (docs/routing.md#ip)
 		}
 		return def // -1 without a default: NODATA
-	case Failover:
+	case policyFailover:
 		first := int32(-1)
-		for _, role := range [2]Role{Primary, Secondary} {
+		for _, role := range [2]role{rolePrimary, roleSecondary} {
 			for i := range n.members {
 				if n.members[i].m.Role != role {
 					continue
@@ -103,9 +103,9 @@ func (r *Resolver) pickForClient(t *table, n *node, q *Query) int32 {
 			}
 		}
 		return first
-	case Weighted:
+	case policyWeighted:
 		return r.weighted(t, n, q)
-	case AZAffinity:
+	case policyAZAffinity:
 		return r.pickAZ(t, n, q)
 	}
 	return 0 // simple: its one member
@@ -114,12 +114,12 @@ func (r *Resolver) pickForClient(t *table, n *node, q *Query) int32 {
 // rank is member i's distance from the client, lower is better, or -1 when the
 // member does not apply to this client (geolocation). row is the latency table's row
 // for the client (nil: none).
-func (r *Resolver) rank(n *node, i int32, q *Query, row []uint32) float64 {
+func (r *resolver) rank(n *node, i int32, q *query, row []uint32) float64 {
 	mn := &n.members[i]
 	switch n.set.Policy {
-	case Geolocation:
+	case policyGeolocation:
 		return float64(geoLevel(mn, &q.Loc))
-	case Geoproximity:
+	case policyGeoproximity:
 		if !q.Loc.HasCoords {
 			return float64(i) // unknown location: equally far from all (docs/routing.md#geoproximity)
 		}
@@ -142,20 +142,20 @@ func (r *Resolver) rank(n *node, i int32, q *Query, row []uint32) float64 {
 
 // geoLevel is how closely a geolocation member applies to the client: 0 for its
 // subdivision, 1 country, 2 continent, 3 default; -1 when it does not apply.
-func geoLevel(mn *mnode, loc *Location) int {
+func geoLevel(mn *mnode, loc *clientLocation) int {
 	m := mn.m
 	switch m.Geo {
-	case GeoDefault:
+	case geoDefault:
 		return 3
-	case GeoContinent:
+	case geoContinent:
 		if loc.continent() == m.GeoCode {
 			return 2
 		}
-	case GeoCountry:
+	case geoCountry:
 		if loc.Country == m.GeoCode {
 			return 1
 		}
-	case GeoSubdivision:
+	case geoSubdivision:
 		cc, sub := m.GeoCode[:2], m.GeoCode[3:]
 		if loc.Country == cc && loc.inSubdivision(sub) {
 			return 0
@@ -166,7 +166,7 @@ func geoLevel(mn *mnode, loc *Location) int {
 
 // weighted picks in a weighted node whose members' health depends on the client:
 // the same rules as the static case (docs/routing.md#weighted), evaluated for q.
-func (r *Resolver) weighted(t *table, n *node, q *Query) int32 {
+func (r *resolver) weighted(t *table, n *node, q *query) int32 {
 	var ok [maxWeighted]bool // on the stack: a weighted group's members
 	var sum uint64
 	zero := 0
@@ -208,23 +208,23 @@ func (r *Resolver) weighted(t *table, n *node, q *Query) int32 {
 // 7871 section 7.2.1): the longest prefix of the client's address that could change
 // it, in the client's family; 0 when no client could get another answer.
 // scopeReason (explain) says why, and follows the same cases.
-func (r *Resolver) nodeScope(n *node, q *Query) uint8 {
+func (r *resolver) nodeScope(n *node, q *query) uint8 {
 	var s uint8
 	switch n.set.Policy {
-	case IPBased:
+	case policyIPBased:
 		s = n.links.ip.scope(q.Client)
-	case Latency:
+	case policyLatency:
 		if lat := r.latency.Load(); lat != nil {
 			s = lat.rows.scope(q.Client)
 		}
 		if n.byLoc {
 			s = max(s, uint8(q.Client.Bits()))
 		}
-	case Geolocation, Geoproximity:
+	case policyGeolocation, policyGeoproximity:
 		if n.byLoc {
 			s = uint8(q.Client.Bits())
 		}
-	case AZAffinity:
+	case policyAZAffinity:
 		s = r.azScope(q)
 	}
 	for _, c := range n.healthKids() { // evaluate target health into client-dependent targets

@@ -18,7 +18,7 @@ import (
 type registry struct {
 	mu    sync.Mutex
 	refs  int
-	cfgs  map[*Config]int // the blocks holding a reference, for max_probes
+	cfgs  map[*blockConfig]int // the blocks holding a reference, for max_probes
 	sched *health.Scheduler
 	op    operator.Operator // blocks, overrides and API listeners
 	fl    *fleet.Fleet      // nil without a fleet
@@ -32,7 +32,7 @@ type registry struct {
 	// controls (ctlCfgs: those blocks, in acquire order) and kept across reloads.
 	node    *control.Node
 	nodeCfg control.Config
-	ctlCfgs []*Config
+	ctlCfgs []*blockConfig
 
 	// A reload starts the new instance's blocks before it knows it will succeed;
 	// when a later block (ours or another plugin's) fails to start, caddy discards
@@ -46,7 +46,7 @@ type registry struct {
 // shared is the registry of the running process. Tests build their own.
 var shared = &registry{}
 
-func (r *registry) acquire(cfg *Config) *health.Scheduler {
+func (r *registry) acquire(cfg *blockConfig) *health.Scheduler {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.refs == 0 {
@@ -74,7 +74,7 @@ func (r *registry) acquire(cfg *Config) *health.Scheduler {
 	}
 	r.refs++
 	if r.cfgs == nil {
-		r.cfgs = map[*Config]int{}
+		r.cfgs = map[*blockConfig]int{}
 	}
 	r.cfgs[cfg]++
 	r.sched.SetMaxInFlight(r.maxProbesLocked())
@@ -124,7 +124,7 @@ func (r *registry) fleet() *fleet.Fleet {
 }
 
 // release drops the reference that acquire(cfg) took.
-func (r *registry) release(cfg *Config) {
+func (r *registry) release(cfg *blockConfig) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.cfgs[cfg]--; r.cfgs[cfg] <= 0 {

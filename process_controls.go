@@ -15,7 +15,7 @@ import (
 // last one releases it) and refuses a block whose rules the state breaks now. It
 // runs before anything else of the block starts, so a refusal leaves nothing to
 // undo.
-func (r *registry) acquireControls(cfg *Config) error {
+func (r *registry) acquireControls(cfg *blockConfig) error {
 	cc := cfg.Controls
 	if cc == nil {
 		return nil
@@ -53,7 +53,7 @@ func (r *registry) acquireControls(cfg *Config) error {
 
 // releaseControls drops what acquireControls(cfg) took; the last release closes
 // the state (its data directory keeps it).
-func (r *registry) releaseControls(cfg *Config) {
+func (r *registry) releaseControls(cfg *blockConfig) {
 	if cfg.Controls == nil {
 		return
 	}

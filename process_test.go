@@ -10,13 +10,13 @@ import (
 // blocks release, and without one the bound is fitted to the checks.
 func TestRegistryMaxProbesOnReload(t *testing.T) {
 	r := &registry{}
-	old := &Config{MaxInFlight: 50}
+	old := &blockConfig{MaxInFlight: 50}
 	s := r.acquire(old)
 	if n := s.MaxInFlightNow(); n != 50 {
 		t.Fatalf("bound %d; want max_probes 50", n)
 	}
 	// A reload: the new block starts, then the old one shuts down.
-	reloaded := &Config{MaxInFlight: 700}
+	reloaded := &blockConfig{MaxInFlight: 700}
 	if r.acquire(reloaded) != s {
 		t.Fatal("a reload must keep the scheduler")
 	}
@@ -28,7 +28,7 @@ func TestRegistryMaxProbesOnReload(t *testing.T) {
 		t.Errorf("bound %d after a reload to max_probes 700; want 700", n)
 	}
 	// Another reload drops max_probes: the automatic bound applies.
-	unset := &Config{}
+	unset := &blockConfig{}
 	r.acquire(unset)
 	r.release(reloaded)
 	if n, want := s.MaxInFlightNow(), health.AutoMaxInFlight(0, 0); n > want || n < health.MinMaxInFlight/4 {

@@ -18,18 +18,18 @@ import (
 // Resolving: a query is answered from the current table, found through one atomic
 // pointer, without locks, I/O or health evaluation.
 
-type Query struct {
-	Name   string       // lower-cased, fully qualified
-	Type   uint16       // the question's type
-	Client netip.Prefix // ECS prefix, else the source address as a full-length prefix
-	Loc    Location     // the client's location from geoip metadata, when known
+type query struct {
+	Name   string         // lower-cased, fully qualified
+	Type   uint16         // the question's type
+	Client netip.Prefix   // ECS prefix, else the source address as a full-length prefix
+	Loc    clientLocation // the client's location from geoip metadata, when known
 
 	trace *view.Trace // explain: records each decision; nil on the DNS path
 }
 
-// Answer is the resolver's reply. RRs and Ns may be shared with other answers: they
+// answer is the resolver's reply. RRs and Ns may be shared with other answers: they
 // are read-only.
-type Answer struct {
+type answer struct {
 	Rcode int
 	RRs   []dns.RR
 	Ns    []dns.RR
@@ -42,22 +42,22 @@ type Answer struct {
 	// Referral: a delegation's NS records in Ns, not authoritative.
 	Referral bool
 
-	leafSet   *RecordSet // the record set the answer came from (metrics)
+	leafSet   *recordSet // the record set the answer came from (metrics)
 	leaf      *mnode     // and its member; nil for a multivalue set
-	resortSet *RecordSet // the deepest record set that answered in its last resort, if any
+	resortSet *recordSet // the deepest record set that answered in its last resort, if any
 	chase     bool       // step: a CNAME that chase follows
 }
 
-// Resolver answers queries from the latest compiled table. It is safe for concurrent
+// resolver answers queries from the latest compiled table. It is safe for concurrent
 // use; Resolve takes no lock.
-type Resolver struct {
+type resolver struct {
 	plan      *plan
 	table     atomic.Pointer[table]
 	pubMu     sync.Mutex                   // serialises Publish and SetOverrides; queries never take it
 	over      map[string]bool              // guarded by pubMu
 	published bool                         // a table was published, with metrics and logs; guarded by pubMu
 	latency   atomic.Pointer[latencyTable] // nil: no latency_table
-	cfg       *Config
+	cfg       *blockConfig
 	// onPublish is called after each compiled table is swapped in (not for a new
 	// snapshot that changes no routing), under pubMu, with the table replaced and the
 	// time compiling took: metrics and logs hang off it, outside the compile path.
@@ -66,14 +66,14 @@ type Resolver struct {
 	Rand func(n uint64) uint64
 }
 
-// NewResolver returns a resolver for cfg, answering as if every check were new. It
+// newResolver returns a resolver for cfg, answering as if every check were new. It
 // finishes cfg first, as every way to a resolver needs (parse, or a Config built by
 // hand): it numbers the answer series and lets record sets share members written
 // alike. Both are idempotent, so a second resolver on one Config answers the same.
-func NewResolver(cfg *Config) *Resolver {
+func newResolver(cfg *blockConfig) *resolver {
 	numberSeries(cfg)
 	shareMembers(cfg)
-	r := &Resolver{plan: newPlan(cfg), cfg: cfg}
+	r := &resolver{plan: newPlan(cfg), cfg: cfg}
 	r.onPublish = r.observePublication
 	switch {
 	case cfg.latency != nil: // parse loaded it; the watcher replaces it from here on
@@ -92,10 +92,10 @@ func NewResolver(cfg *Config) *Resolver {
 
 // NeedsLocation reports whether any record ranks clients by geoip location, so the
 // handler reads the metadata only then.
-func (r *Resolver) NeedsLocation() bool { return r.plan.needsLoc }
+func (r *resolver) NeedsLocation() bool { return r.plan.needsLoc }
 
 // Publish compiles the routing table for snap and swaps it in.
-func (r *Resolver) Publish(snap *health.Snapshot) {
+func (r *resolver) Publish(snap *health.Snapshot) {
 	r.pubMu.Lock()
 	defer r.pubMu.Unlock()
 	if prev := r.table.Load(); r.published && !routingChanged(prev.snap, snap) {
@@ -121,14 +121,14 @@ func routingChanged(prev, next *health.Snapshot) bool {
 
 // SetOverrides replaces the operator overrides (check name -> forced status) and
 // republishes; the next query sees them.
-func (r *Resolver) SetOverrides(over map[string]bool) {
+func (r *resolver) SetOverrides(over map[string]bool) {
 	r.pubMu.Lock()
 	defer r.pubMu.Unlock()
 	r.over = over
 	r.publishLocked(r.table.Load().snap)
 }
 
-func (r *Resolver) publishLocked(snap *health.Snapshot) {
+func (r *resolver) publishLocked(snap *health.Snapshot) {
 	first := !r.published
 	r.published = true
 	start := time.Now()
@@ -143,7 +143,7 @@ func (r *Resolver) publishLocked(snap *health.Snapshot) {
 	}
 }
 
-func (r *Resolver) rand(n uint64) uint64 {
+func (r *resolver) rand(n uint64) uint64 {
 	if r.Rand != nil {
 		return r.Rand(n)
 	}
@@ -151,8 +151,8 @@ func (r *Resolver) rand(n uint64) uint64 {
 }
 
 // Resolve answers q from the current table.
-func (r *Resolver) Resolve(q Query) Answer {
-	var ans Answer
+func (r *resolver) Resolve(q query) answer {
+	var ans answer
 	r.resolve(&q, &ans)
 	return ans
 }
@@ -161,7 +161,7 @@ func (r *Resolver) Resolve(q Query) Answer {
 // handler's frame: passing them by pointer keeps each frame below it small, since
 // every query runs on a goroutine whose stack starts small and is copied whenever it
 // has to grow.
-func (r *Resolver) resolve(q *Query, ans *Answer) {
+func (r *resolver) resolve(q *query, ans *answer) {
 	t := r.table.Load()
 	p := t.plan
 	zone := matchZone(p.zones, q.Name)
@@ -188,15 +188,15 @@ func (r *Resolver) resolve(q *Query, ans *Answer) {
 // whether it did. It is its own function so its frame is paid only by apex queries.
 //
 //go:noinline
-func (r *Resolver) apex(t *table, q *Query, zone string, ans *Answer) bool {
+func (r *resolver) apex(t *table, q *query, zone string, ans *answer) bool {
 	p := t.plan
 	switch q.Type {
 	case dns.TypeSOA:
-		*ans = Answer{Rcode: dns.RcodeSuccess, RRs: p.soa[zone], Zone: zone, Pass: true}
+		*ans = answer{Rcode: dns.RcodeSuccess, RRs: p.soa[zone], Zone: zone, Pass: true}
 		return true
 	case dns.TypeNS:
 		if ns := p.ns[zone]; ns != nil {
-			*ans = Answer{Rcode: dns.RcodeSuccess, RRs: ns, Extra: r.glue(t, q, ns, zone), Zone: zone, Pass: true}
+			*ans = answer{Rcode: dns.RcodeSuccess, RRs: ns, Extra: r.glue(t, q, ns, zone), Zone: zone, Pass: true}
 			return true
 		}
 	}
@@ -213,7 +213,7 @@ func (r *Resolver) apex(t *table, q *Query, zone string, ans *Answer) bool {
 // function, so only blocks with delegations pay for its frame.
 //
 //go:noinline
-func (r *Resolver) referral(t *table, q *Query, name, zone string, ans *Answer) bool {
+func (r *resolver) referral(t *table, q *query, name, zone string, ans *answer) bool {
 	p := t.plan
 	var cut *entry
 	for off, end := 0, false; !end && len(name)-off > len(zone); off, end = dns.NextLabel(name, off) {
@@ -236,7 +236,7 @@ func (r *Resolver) referral(t *table, q *Query, name, zone string, ans *Answer) 
 
 // additional returns the A and AAAA records of the block's names that MX and SRV
 // records of rrs point to, each name once, as CoreDNS's file plugin adds them.
-func (r *Resolver) additional(t *table, q *Query, rrs []dns.RR, zone string) []dns.RR {
+func (r *resolver) additional(t *table, q *query, rrs []dns.RR, zone string) []dns.RR {
 	var extra []dns.RR
 	var seen []string
 	for _, rr := range rrs {
@@ -261,7 +261,7 @@ func (r *Resolver) additional(t *table, q *Query, rrs []dns.RR, zone string) []d
 
 // addrs returns the A and AAAA records that name (an owner of the block's records,
 // not a wildcard's match) answers for q's client.
-func (r *Resolver) addrs(t *table, q *Query, name, zone string) []dns.RR {
+func (r *resolver) addrs(t *table, q *query, name, zone string) []dns.RR {
 	e := t.plan.names[name]
 	if e == nil {
 		return nil
@@ -269,7 +269,7 @@ func (r *Resolver) addrs(t *table, q *Query, name, zone string) []dns.RR {
 	var out []dns.RR
 	for _, qt := range [...]uint16{dns.TypeA, dns.TypeAAAA} {
 		if n := e.node(qt); n != nil {
-			var sub Answer
+			var sub answer
 			rrs, _ := r.walk(t, e, n, q, &sub)
 			out = append(out, rrs...)
 		}
@@ -279,7 +279,7 @@ func (r *Resolver) addrs(t *table, q *Query, name, zone string) []dns.RR {
 
 // step answers name (q.Name or a CNAME target) from t into ans, which is zero on entry,
 // without following a CNAME; ans.chase reports that the answer is a CNAME to follow.
-func (r *Resolver) step(t *table, q *Query, name, zone string, ans *Answer) {
+func (r *resolver) step(t *table, q *query, name, zone string, ans *answer) {
 	p := t.plan
 	ans.Rcode, ans.Zone = dns.RcodeSuccess, zone
 	e := p.lookup(name, zone)
@@ -316,7 +316,7 @@ const maxChase = 8
 // and the answer's scope is the largest of any step. It stops at a target outside
 // the block's zones or one the next plugin serves (the client's resolver follows
 // it), at a name already in the chain (a loop), and after maxChase steps.
-func (r *Resolver) chase(t *table, q *Query, ans *Answer) {
+func (r *resolver) chase(t *table, q *query, ans *answer) {
 	p := t.plan
 	chain := append(make([]dns.RR, 0, len(ans.RRs)+2), ans.RRs...)
 	ans.chase = false
@@ -327,13 +327,13 @@ func (r *Resolver) chase(t *table, q *Query, ans *Answer) {
 			break
 		}
 		if p.cuts != nil {
-			var ref Answer
+			var ref answer
 			if r.referral(t, q, target, zone, &ref) {
 				ans.Ns, ans.Extra = ref.Ns, ref.Extra // the CNAME, and where its target is delegated
 				break
 			}
 		}
-		var next Answer
+		var next answer
 		r.step(t, q, target, zone, &next)
 		if next.Pass && p.fall.Through(target) {
 			break // the next plugin's name: the client's resolver asks for it
@@ -360,7 +360,7 @@ func inChain(chain []dns.RR, name string) bool {
 
 // glue returns the A and AAAA answers, for q's client, of the in-zone name servers
 // in ns.
-func (r *Resolver) glue(t *table, q *Query, ns []dns.RR, zone string) []dns.RR {
+func (r *resolver) glue(t *table, q *query, ns []dns.RR, zone string) []dns.RR {
 	var out []dns.RR
 	for _, rr := range ns {
 		out = append(out, r.addrs(t, q, rr.(*dns.NS).Ns, zone)...)
@@ -421,7 +421,7 @@ func (p *plan) lookup(name, zone string) *entry {
 // walk descends from n, a node of e, to a leaf: static nodes by their precomputed
 // choice, client dependent ones by ranking for q. scope is the ECS scope of the
 // choices made.
-func (r *Resolver) walk(t *table, e *entry, n *node, q *Query, ans *Answer) (rrs []dns.RR, scope uint8) {
+func (r *resolver) walk(t *table, e *entry, n *node, q *query, ans *answer) (rrs []dns.RR, scope uint8) {
 	for {
 		st := t.state(n.id)
 		ans.leafSet = n.set
@@ -471,7 +471,7 @@ func (r *Resolver) walk(t *table, e *entry, n *node, q *Query, ans *Answer) (rrs
 	}
 }
 
-func (r *Resolver) pick(st *nodeState) int32 {
+func (r *resolver) pick(st *nodeState) int32 {
 	switch st.mode {
 	case pickWeight:
 		x := uint32(r.rand(uint64(st.cum[len(st.cum)-1])))
@@ -496,7 +496,7 @@ const maxMultivalue = 8
 
 // pickSet answers a multivalue node: every candidate when there are at most eight, else
 // eight distinct ones at random, in random order. The slice is the response's own.
-func (r *Resolver) pickSet(p *plan, e *entry, n *node, st *nodeState) []dns.RR {
+func (r *resolver) pickSet(p *plan, e *entry, n *node, st *nodeState) []dns.RR {
 	k := len(st.cands)
 	var chosen [maxMultivalue]int32
 	if k <= maxMultivalue {

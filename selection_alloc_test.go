@@ -64,14 +64,14 @@ const selectionAllocBlock = `healthroute {` + checks + `
 func TestSelectionAllocatesNothing(t *testing.T) {
 	r, cfg := testResolver(t, selectionAllocBlock)
 	r.Rand = nil // the production random source
-	us := Location{Country: "US", Continent: "NA", Lat: 40.7, Lon: -74, HasCoords: true}
-	ie := Location{Country: "IE", Continent: "EU", Lat: 53.3, Lon: -6.3, HasCoords: true}
+	us := clientLocation{Country: "US", Continent: "NA", Lat: 40.7, Lon: -74, HasCoords: true}
+	ie := clientLocation{Country: "IE", Continent: "EU", Lat: 53.3, Lon: -6.3, HasCoords: true}
 	client := netip.MustParsePrefix("198.51.100.0/24")
 	other := netip.MustParsePrefix("203.0.113.7/32")
 	for _, down := range [][]string{nil, {"c1"}, {"c1", "c2", "c3", "c4"}} {
 		r.Publish(snapshot(cfg, down...))
 		for _, name := range []string{"simple", "weighted", "failover", "multi", "latency", "geo", "prox", "ip", "tree", "pool"} {
-			for _, q := range []Query{
+			for _, q := range []query{
 				{Name: name + ".example.org.", Type: dns.TypeA, Client: client, Loc: us},
 				{Name: name + ".example.org.", Type: dns.TypeA, Client: other, Loc: ie},
 				{Name: name + ".example.org.", Type: dns.TypeA, Client: other},

@@ -30,7 +30,7 @@ func setup(c *caddy.Controller) error {
 	if err != nil {
 		return plugin.Error(pluginName, err)
 	}
-	h := New(cfg)
+	h := newHealthRoute(cfg)
 	h.servers = serverAddrs(dnsserver.GetConfig(c))
 	c.OnStartup(h.OnStartup)   // acquire shared state, start probing; never in parse
 	c.OnShutdown(h.OnShutdown) // on reload this runs after the new instance started
@@ -40,13 +40,13 @@ func setup(c *caddy.Controller) error {
 	return nil
 }
 
-// DefaultTTL is the answer TTL when the block sets none.
-const DefaultTTL = 60
+// defaultTTL is the answer TTL when the block sets none.
+const defaultTTL = 60
 
 // parse reads the healthroute directive of one server block into a validated Config.
 // It starts nothing.
-func parse(c *caddy.Controller) (*Config, error) {
-	cfg := &Config{TTL: DefaultTTL, Regions: map[string]Region{}, Checks: map[string]*health.Spec{}}
+func parse(c *caddy.Controller) (*blockConfig, error) {
+	cfg := &blockConfig{TTL: defaultTTL, Regions: map[string]region{}, Checks: map[string]*health.Spec{}}
 	if !c.Next() { // "healthroute"
 		return nil, c.ArgErr()
 	}
@@ -55,7 +55,7 @@ func parse(c *caddy.Controller) (*Config, error) {
 	var children map[*health.Spec][]childRef // calculated checks, resolved after the block
 	var tablePos pos                         // where latency_table was given
 	checkPos := map[string]pos{}             // where each control check was given
-	cfg.controlsDir = rootPath(c, DefaultControlsDir)
+	cfg.controlsDir = rootPath(c, defaultControlsDir)
 	opts := seen{}
 	err := block(c, func(key string, args []string) error {
 		switch key {
@@ -190,7 +190,7 @@ func parse(c *caddy.Controller) (*Config, error) {
 
 // parseZoneLine reads a region, check or record line and what follows it, into cfg;
 // calculated checks' children are kept in children, to be resolved after the block.
-func parseZoneLine(c *caddy.Controller, cfg *Config, key string, args []string, children *map[*health.Spec][]childRef) error {
+func parseZoneLine(c *caddy.Controller, cfg *blockConfig, key string, args []string, children *map[*health.Spec][]childRef) error {
 	switch key {
 	case "region":
 		r, err := parseRegion(c, args)
@@ -223,15 +223,15 @@ func parseZoneLine(c *caddy.Controller, cfg *Config, key string, args []string, 
 	return nil
 }
 
-func parseRegion(c *caddy.Controller, args []string) (Region, error) {
+func parseRegion(c *caddy.Controller, args []string) (region, error) {
 	if len(args) != 3 {
-		return Region{}, c.ArgErr()
+		return region{}, c.ArgErr()
 	}
 	lat, lon, ok := parseCoords(args[1], args[2])
 	if !ok {
-		return Region{}, c.Errf("region %s: invalid coordinates '%s %s', expected %s", args[0], args[1], args[2], coordsWant)
+		return region{}, c.Errf("region %s: invalid coordinates '%s %s', expected %s", args[0], args[1], args[2], coordsWant)
 	}
-	return Region{Name: args[0], Lat: lat, Lon: lon}, nil
+	return region{Name: args[0], Lat: lat, Lon: lon}, nil
 }
 
 // coordsWant says what parseCoords accepts, for error messages.

@@ -32,7 +32,7 @@ import (
 // configuration holds one per record group. What only some groups have is behind
 // links, which most leave nil.
 type node struct {
-	set     *RecordSet
+	set     *recordSet
 	members []mnode
 	links   *nodeLinks // aliases to or from this group, the ip index; nil for none
 	id      int32      // index into table.st
@@ -50,7 +50,7 @@ type node struct {
 // geolocation, geoproximity, ip).
 func (n *node) dynOrder() bool {
 	switch n.set.Policy {
-	case Latency, Geolocation, Geoproximity, IPBased, AZAffinity:
+	case policyLatency, policyGeolocation, policyGeoproximity, policyIPBased, policyAZAffinity:
 		return true
 	}
 	return false
@@ -91,7 +91,7 @@ func (n *node) up() []*node {
 
 // mnode is a member of a node: a leaf with prebuilt RRs, or an alias to a child node.
 type mnode struct {
-	m *Member
+	m *member
 	leaf
 	child  *node // alias target
 	region int32 // latency: the plan's region id
@@ -119,7 +119,7 @@ type ring struct {
 
 // newLeaf builds m's leaf; al, nil for a leaf built after its plan, has the plan's
 // arrays.
-func newLeaf(owner string, m *Member, ttl uint32, al *planAlloc) leaf {
+func newLeaf(owner string, m *member, ttl uint32, al *planAlloc) leaf {
 	var buf [1]dns.RR
 	rrs := leafRRs(buf[:0], owner, m, ttl, al)
 	switch len(rrs) {
@@ -167,7 +167,7 @@ func (l *leaf) rotation(i int) []dns.RR {
 type entry struct {
 	a, aaaa, cname *node
 	more           *entryMore
-	set            *RecordSet // the name's first block, whose Name is the owner (see name)
+	set            *recordSet // the name's first block, whose Name is the owner (see name)
 }
 
 // entryMore is what a name with other types or aliases has beyond the others.
@@ -264,7 +264,7 @@ type plan struct {
 	calcParents  [][]int32
 
 	regionIDs map[string]int // latency regions by name
-	regions   []Region       // by id; Lat/Lon valid where hasCoords
+	regions   []region       // by id; Lat/Lon valid where hasCoords
 	hasCoords []bool
 	needsLoc  bool    // some node ranks by the client's geoip location
 	az        *azPlan // the location lines; nil for none
@@ -274,7 +274,7 @@ type plan struct {
 }
 
 // regionIDs numbers every region name the configuration knows.
-func regionIDs(cfg *Config) map[string]int {
+func regionIDs(cfg *blockConfig) map[string]int {
 	ids := map[string]int{}
 	add := func(n string) {
 		if _, ok := ids[n]; !ok {
@@ -283,7 +283,7 @@ func regionIDs(cfg *Config) map[string]int {
 	}
 	for _, rs := range cfg.Records {
 		for _, m := range rs.Members {
-			if rs.Policy == Latency {
+			if rs.Policy == policyLatency {
 				add(m.Region)
 			}
 		}
@@ -294,16 +294,16 @@ func regionIDs(cfg *Config) map[string]int {
 	return ids
 }
 
-func newPlan(cfg *Config) *plan {
+func newPlan(cfg *blockConfig) *plan {
 	p := &plan{ttl: cfg.TTL, zones: cfg.Zones, names: make(map[string]*entry, len(cfg.Records)), wild: map[string]*entry{},
 		exists: map[string]bool{}, soa: map[string][]dns.RR{}, neg: map[string][]dns.RR{}, ns: map[string][]dns.RR{},
 		fall: cfg.Fall, regionIDs: regionIDs(cfg), al: &planAlloc{ips: map[netip.Addr]net.IP{}}, series: cfg.memberSeries}
 	p.az = newAZPlan(cfg)
-	p.regions = make([]Region, len(p.regionIDs))
+	p.regions = make([]region, len(p.regionIDs))
 	p.hasCoords = make([]bool, len(p.regionIDs))
 	for n, id := range p.regionIDs {
 		r, ok := cfg.Regions[n]
-		p.regions[id], p.hasCoords[id] = Region{Name: n, Lat: r.Lat, Lon: r.Lon}, ok
+		p.regions[id], p.hasCoords[id] = region{Name: n, Lat: r.Lat, Lon: r.Lon}, ok
 	}
 	p.buildApex(cfg)
 	p.buildEntries(cfg)
@@ -315,7 +315,7 @@ func newPlan(cfg *Config) *plan {
 }
 
 // buildApex builds each zone's SOA, its negative-answer copy and its NS records.
-func (p *plan) buildApex(cfg *Config) {
+func (p *plan) buildApex(cfg *blockConfig) {
 	for _, z := range cfg.Zones {
 		rr := soa(z, cfg.TTL, &cfg.SOA, cfg.NS)
 		p.soa[z] = []dns.RR{rr}
@@ -330,13 +330,13 @@ func (p *plan) buildApex(cfg *Config) {
 
 // buildEntries builds one entry per owner name, holding a node per type its record sets
 // (and their aliases) answer, and marks the names that exist.
-func (p *plan) buildEntries(cfg *Config) {
-	sets := make(map[string][]*RecordSet, len(cfg.Records))
+func (p *plan) buildEntries(cfg *blockConfig) {
+	sets := make(map[string][]*recordSet, len(cfg.Records))
 	var qtypes types // every type the records hold
 	for _, rs := range cfg.Records {
 		sets[rs.Name] = append(sets[rs.Name], rs)
 		for _, m := range rs.Members {
-			if m.Kind != KindAlias {
+			if m.Kind != kindAlias {
 				qtypes = qtypes.with(m.Type)
 			}
 		}
@@ -404,7 +404,7 @@ func (p *plan) placeEntry(e *entry, zones []string) {
 
 // collectChecks lists every check the records use, calculated checks' children
 // included, each once.
-func (p *plan) collectChecks(cfg *Config) {
+func (p *plan) collectChecks(cfg *blockConfig) {
 	seen := map[*health.Spec]bool{}
 	for _, rs := range cfg.Records {
 		for _, m := range rs.Members {
@@ -497,12 +497,12 @@ func hasAlias(nodes ...*node) bool {
 }
 
 type memoKey struct {
-	set   *RecordSet
+	set   *recordSet
 	qtype uint16
 }
 
 // buildName returns the node of the block at name that serves qtype, nil for none.
-func (p *plan) buildName(name string, qtype uint16, sets map[string][]*RecordSet, memo map[memoKey]*node) *node {
+func (p *plan) buildName(name string, qtype uint16, sets map[string][]*recordSet, memo map[memoKey]*node) *node {
 	for _, rs := range sets[name] {
 		if n := p.build(rs, qtype, sets, memo); n != nil {
 			return n // validate saw to it that one block serves each type
@@ -513,19 +513,19 @@ func (p *plan) buildName(name string, qtype uint16, sets map[string][]*RecordSet
 
 // build returns the node for rs's members of qtype, or nil when rs serves no such
 // records. Each group is built once: memo holds every node built so far.
-func (p *plan) build(rs *RecordSet, qtype uint16, sets map[string][]*RecordSet, memo map[memoKey]*node) *node {
+func (p *plan) build(rs *recordSet, qtype uint16, sets map[string][]*recordSet, memo map[memoKey]*node) *node {
 	key := memoKey{rs, qtype}
 	if n, ok := memo[key]; ok {
 		return n
 	}
 	n := node{set: rs, qtype: qtype} // to the plan's array once it has members
-	if rs.Policy == IPBased {
+	if rs.Policy == policyIPBased {
 		n.link().ip = &prefixIndex[int32]{}
 	}
-	n.dynHealth = rs.Policy == Geolocation || rs.Policy == IPBased || rs.Policy == AZAffinity
+	n.dynHealth = rs.Policy == policyGeolocation || rs.Policy == policyIPBased || rs.Policy == policyAZAffinity
 	size := 0 // at most this many members: allocate them once
 	for _, m := range rs.Members {
-		if m.Kind == KindAlias || m.Type == qtype {
+		if m.Kind == kindAlias || m.Type == qtype {
 			size++
 		}
 	}
@@ -540,18 +540,18 @@ func (p *plan) build(rs *RecordSet, qtype uint16, sets map[string][]*RecordSet, 
 		return nil
 	}
 	switch rs.Policy {
-	case Geoproximity:
+	case policyGeoproximity:
 		n.byLoc = true
-	case Geolocation: // a default alone applies to every client
+	case policyGeolocation: // a default alone applies to every client
 		for _, mn := range n.members {
 			n.byLoc = n.byLoc || !mn.m.Default
 		}
-	case Latency: // the client's coordinates matter only if a region has some
+	case policyLatency: // the client's coordinates matter only if a region has some
 		for _, mn := range n.members {
 			n.byLoc = n.byLoc || p.hasCoords[mn.region]
 		}
 	}
-	p.needsLoc = p.needsLoc || n.byLoc || rs.Policy == Geolocation
+	p.needsLoc = p.needsLoc || n.byLoc || rs.Policy == policyGeolocation
 	n.id = int32(len(p.nodes))
 	np := p.al.nodes.one()
 	*np = n
@@ -562,11 +562,11 @@ func (p *plan) build(rs *RecordSet, qtype uint16, sets map[string][]*RecordSet, 
 
 // buildMembers adds rs's members that answer qtype to n: leaves for its own values,
 // and for each alias the node of its target, built first.
-func (p *plan) buildMembers(n *node, rs *RecordSet, qtype uint16, sets map[string][]*RecordSet, memo map[memoKey]*node) {
+func (p *plan) buildMembers(n *node, rs *recordSet, qtype uint16, sets map[string][]*recordSet, memo map[memoKey]*node) {
 	for j, m := range rs.Members {
 		var mn mnode
 		switch {
-		case m.Kind == KindAlias:
+		case m.Kind == kindAlias:
 			if (m.Type != 0 && m.Type != qtype) || !aliasTypes[qtype] {
 				continue // a typed alias answers its type only; no alias answers NS or DS
 			}
@@ -588,7 +588,7 @@ func (p *plan) buildMembers(n *node, rs *RecordSet, qtype uint16, sets map[strin
 			mn.series = p.series[rs.first+int32(j)]
 		}
 		i := int32(len(n.members))
-		if rs.Policy == IPBased {
+		if rs.Policy == policyIPBased {
 			if m.Default {
 				n.links.ipDefault = i
 			}
@@ -596,7 +596,7 @@ func (p *plan) buildMembers(n *node, rs *RecordSet, qtype uint16, sets map[strin
 				n.links.ip.add(b, i)
 			}
 		}
-		if rs.Policy == Latency {
+		if rs.Policy == policyLatency {
 			mn.region = int32(p.regionIDs[m.Region])
 		}
 		n.members = append(n.members, mn)
@@ -604,14 +604,14 @@ func (p *plan) buildMembers(n *node, rs *RecordSet, qtype uint16, sets map[strin
 }
 
 // leafRRs appends m's RRs, named owner, to rrs.
-func leafRRs(rrs []dns.RR, owner string, m *Member, ttl uint32, al *planAlloc) []dns.RR {
+func leafRRs(rrs []dns.RR, owner string, m *member, ttl uint32, al *planAlloc) []dns.RR {
 	hdr := func(t uint16) dns.RR_Header {
 		return dns.RR_Header{Name: owner, Rrtype: t, Class: dns.ClassINET, Ttl: ttl}
 	}
 	switch m.Kind {
-	case KindA, KindAAAA:
+	case kindA, kindAAAA:
 		for _, a := range m.Addrs {
-			if m.Kind == KindA {
+			if m.Kind == kindA {
 				rr := al.newA()
 				*rr = dns.A{Hdr: hdr(dns.TypeA), A: al.ip(a)}
 				rrs = append(rrs, rr)
@@ -621,9 +621,9 @@ func leafRRs(rrs []dns.RR, owner string, m *Member, ttl uint32, al *planAlloc) [
 				rrs = append(rrs, rr)
 			}
 		}
-	case KindCNAME:
+	case kindCNAME:
 		rrs = append(rrs, &dns.CNAME{Hdr: hdr(dns.TypeCNAME), Target: m.Target})
-	case KindRR:
+	case kindRR:
 		for _, v := range m.RRs {
 			rr := dns.Copy(v)
 			*rr.Header() = hdr(v.Header().Rrtype)
@@ -635,7 +635,7 @@ func leafRRs(rrs []dns.RR, owner string, m *Member, ttl uint32, al *planAlloc) [
 
 // soa builds the zone's SOA record from the `soa` property; an unset MNAME is the
 // first `ns` name, else the zone itself, and an unset RNAME hostmaster.<zone>.
-func soa(zone string, ttl uint32, c *SOAConfig, ns []string) dns.RR {
+func soa(zone string, ttl uint32, c *soaConfig, ns []string) dns.RR {
 	mname, rname := c.Mname, c.Rname
 	switch {
 	case mname != "":

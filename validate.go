@@ -10,8 +10,8 @@ import (
 
 // validate checks what needs the whole block: check and alias targets, cycles, set
 // identifiers, per-group membership rules and type clashes.
-func validate(cfg *Config) error {
-	sets := map[string][]*RecordSet{} // by name: one block per type, or one for all
+func validate(cfg *blockConfig) error {
+	sets := map[string][]*recordSet{} // by name: one block per type, or one for all
 	parsed := cfg.state()
 	for _, rs := range cfg.Records {
 		sets[rs.Name] = append(sets[rs.Name], rs)
@@ -24,7 +24,7 @@ func validate(cfg *Config) error {
 		}
 	}
 	cfg.parsing = nil // resolved: what parse left goes
-	w := aliasWalk{parsed: parsed, sets: sets, served: map[*RecordSet]types{}, byName: map[string]types{},
+	w := aliasWalk{parsed: parsed, sets: sets, served: map[*recordSet]types{}, byName: map[string]types{},
 		dynamic: map[string]bool{}, paths: map[string]int{}, state: map[string]int{}}
 	for _, rs := range cfg.Records {
 		if err := w.visit(rs.Name, nil); err != nil {
@@ -36,7 +36,7 @@ func validate(cfg *Config) error {
 
 // resolveMember binds m's check and region by name and refuses what a member of rs's
 // policy and name cannot be.
-func resolveMember(cfg *Config, parsed *parseState, sets map[string][]*RecordSet, rs *RecordSet, m *Member) error {
+func resolveMember(cfg *blockConfig, parsed *parseState, sets map[string][]*recordSet, rs *recordSet, m *member) error {
 	if name, ok := parsed.checkNames[m]; ok {
 		spec, ok := cfg.Checks[name]
 		if !ok {
@@ -44,12 +44,12 @@ func resolveMember(cfg *Config, parsed *parseState, sets map[string][]*RecordSet
 		}
 		m.Check = spec
 	}
-	if m.Kind == KindAlias {
+	if m.Kind == kindAlias {
 		if _, ok := sets[m.Target]; !ok {
 			return parsed.pos[m].errorf("record %s: unknown alias target '%s', expected a record defined in this block", rs.Name, m.Target)
 		}
 	}
-	if rs.Policy == Geoproximity {
+	if rs.Policy == policyGeoproximity {
 		if m.Region != "" {
 			r, ok := cfg.Regions[m.Region]
 			if !ok {
@@ -59,10 +59,10 @@ func resolveMember(cfg *Config, parsed *parseState, sets map[string][]*RecordSet
 		}
 		m.Lat, m.Lon = truncate2(m.Lat), truncate2(m.Lon) // as Route 53 does
 	}
-	if rs.Policy == Multivalue && (m.Kind == KindAlias || m.Type == dns.TypeCNAME || m.Type == dns.TypeNS) {
+	if rs.Policy == policyMultivalue && (m.Kind == kindAlias || m.Type == dns.TypeCNAME || m.Type == dns.TypeNS) {
 		return parsed.pos[m].errorf("record %s: multivalue members must be A or AAAA or any other type but CNAME and NS, not %s", rs.Name, m.typeName())
 	}
-	if m.Type == dns.TypeNS && m.Kind != KindAlias {
+	if m.Type == dns.TypeNS && m.Kind != kindAlias {
 		if strings.HasPrefix(rs.Name, "*.") {
 			return parsed.pos[m].errorf("record %s: NS at a wildcard name, expected a delegation at an exact name", rs.Name)
 		}
@@ -80,8 +80,8 @@ func resolveMember(cfg *Config, parsed *parseState, sets map[string][]*RecordSet
 // through its branch.
 type aliasWalk struct {
 	parsed  *parseState
-	sets    map[string][]*RecordSet
-	served  map[*RecordSet]types // the types each record set answers
+	sets    map[string][]*recordSet
+	served  map[*recordSet]types // the types each record set answers
 	byName  map[string]types     // and each name
 	dynamic map[string]bool      // judged per client
 	paths   map[string]int       // record sets visited judging it, counted per path
@@ -100,9 +100,9 @@ func (w *aliasWalk) visit(name string, path []string) error {
 	n, dyn := 1, false
 	for _, rs := range w.sets[name] {
 		var k types
-		dyn = dyn || rs.Policy == Geolocation || rs.Policy == IPBased || rs.Policy == AZAffinity
+		dyn = dyn || rs.Policy == policyGeolocation || rs.Policy == policyIPBased || rs.Policy == policyAZAffinity
 		for _, m := range rs.Members {
-			if m.Kind != KindAlias {
+			if m.Kind != kindAlias {
 				k = k.with(m.Type)
 				continue
 			}
@@ -119,7 +119,7 @@ func (w *aliasWalk) visit(name string, path []string) error {
 		}
 		for _, t := range k {
 			if all.has(t) {
-				other := w.sets[name][slices.IndexFunc(w.sets[name], func(o *RecordSet) bool { return w.served[o].has(t) })]
+				other := w.sets[name][slices.IndexFunc(w.sets[name], func(o *recordSet) bool { return w.served[o].has(t) })]
 				return w.parsed.setPos[rs].errorf("record %s: defined twice for %s (first at line %d, directly or through aliases); a name has one block, or one block per type", name, dns.TypeToString[t], w.parsed.setPos[other].line)
 			}
 			all = all.with(t)
@@ -144,7 +144,7 @@ func (w *aliasWalk) visit(name string, path []string) error {
 
 // aliasTypes adds to k the types alias member m of rs answers: its type, or every type
 // of its target an alias can have (not NS or DS).
-func (w *aliasWalk) aliasTypes(rs *RecordSet, m *Member, k types) (types, error) {
+func (w *aliasWalk) aliasTypes(rs *recordSet, m *member, k types) (types, error) {
 	switch t := w.byName[m.Target]; {
 	case !slices.ContainsFunc(t, func(x uint16) bool { return aliasTypes[x] }):
 		return k, w.parsed.pos[m].errorf("record %s: alias target '%s' serves no records an alias can answer (NS and DS are not)", rs.Name, m.Target)
@@ -165,13 +165,13 @@ func (w *aliasWalk) aliasTypes(rs *RecordSet, m *Member, k types) (types, error)
 // validateGroups checks the rules of each type group (each type's members form a group
 // of their own). Set identifiers are unique within a group, as Route 53 scopes them to
 // a name and type.
-func validateGroups(cfg *Config, parsed *parseState, w *aliasWalk) error {
+func validateGroups(cfg *blockConfig, parsed *parseState, w *aliasWalk) error {
 	for _, rs := range cfg.Records {
 		for _, t := range w.served[rs] {
-			var group []*Member
+			var group []*member
 			ids := map[string]bool{}
 			for _, m := range rs.Members {
-				if m.Type == t || (m.Kind == KindAlias && m.Type == 0 && aliasTypes[t] && w.byName[m.Target].has(t)) {
+				if m.Type == t || (m.Kind == kindAlias && m.Type == 0 && aliasTypes[t] && w.byName[m.Target].has(t)) {
 					if ids[m.ID] {
 						return parsed.pos[m].errorf("record %s: duplicate set identifier '%s' among the %s members, give each member of a type a unique id", rs.Name, m.ID, dns.TypeToString[t])
 					}
@@ -193,19 +193,19 @@ func validateGroups(cfg *Config, parsed *parseState, w *aliasWalk) error {
 // after level double that count at each level.
 const maxAliasPaths = 10_000
 
-func validateGroup(parsed *parseState, rs *RecordSet, t string, group []*Member) error {
+func validateGroup(parsed *parseState, rs *recordSet, t string, group []*member) error {
 	if len(group) == 0 {
 		return nil
 	}
 	switch rs.Policy {
-	case Simple:
+	case policySimple:
 		if len(group) > 1 {
 			return parsed.pos[group[1]].errorf("record %s: a simple record has one member per type, found %d for %s; list several addresses on one line", rs.Name, len(group), t)
 		}
-	case Failover:
+	case policyFailover:
 		var p, s int
 		for _, m := range group {
-			if m.Role == Primary {
+			if m.Role == rolePrimary {
 				p++
 			} else {
 				s++
@@ -217,11 +217,11 @@ func validateGroup(parsed *parseState, rs *RecordSet, t string, group []*Member)
 		if p == 0 {
 			return parsed.setPos[rs].errorf("record %s: failover %s group has no primary", rs.Name, t)
 		}
-	case Weighted:
+	case policyWeighted:
 		if len(group) > maxWeighted {
 			return parsed.pos[group[maxWeighted]].errorf("record %s: at most %d weighted members per type, found %d", rs.Name, maxWeighted, len(group))
 		}
-	case Latency:
+	case policyLatency:
 		seen := map[string]bool{}
 		for _, m := range group {
 			if seen[m.Region] {
@@ -229,7 +229,7 @@ func validateGroup(parsed *parseState, rs *RecordSet, t string, group []*Member)
 			}
 			seen[m.Region] = true
 		}
-	case Geolocation:
+	case policyGeolocation:
 		seen := map[string]bool{}
 		for _, m := range group {
 			key := m.GeoCode
@@ -244,9 +244,9 @@ func validateGroup(parsed *parseState, rs *RecordSet, t string, group []*Member)
 		if !seen["default"] {
 			log.Warningf("record %s: geolocation %s group has no default: clients elsewhere get no answer", rs.Name, t)
 		}
-	case AZAffinity:
+	case policyAZAffinity:
 		return validateAZGroup(parsed, rs, t, group)
-	case IPBased:
+	case policyIPBased:
 		seen := map[netip.Prefix]bool{}
 		defaults := 0
 		for _, m := range group {
@@ -269,8 +269,8 @@ func validateGroup(parsed *parseState, rs *RecordSet, t string, group []*Member)
 	return nil
 }
 
-func roleName(r Role) string {
-	if r == Primary {
+func roleName(r role) string {
+	if r == rolePrimary {
 		return "primary"
 	}
 	return "secondary"

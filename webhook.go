@@ -19,7 +19,7 @@ type sharedNotifier struct {
 
 // acquireNotifier returns the notifier of w (by URL and secret), starting it for
 // the first block.
-func (r *registry) acquireNotifier(w *WebhookConfig) *notify.Notifier {
+func (r *registry) acquireNotifier(w *webhookConfig) *notify.Notifier {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	key := w.URL + "\x00" + string(w.Secret)
@@ -36,7 +36,7 @@ func (r *registry) acquireNotifier(w *WebhookConfig) *notify.Notifier {
 }
 
 // releaseNotifier drops a block's use of w's notifier, stopping it after the last.
-func (r *registry) releaseNotifier(w *WebhookConfig) {
+func (r *registry) releaseNotifier(w *webhookConfig) {
 	r.mu.Lock()
 	key := w.URL + "\x00" + string(w.Secret)
 	sn := r.notifiers[key]

@@ -353,7 +353,7 @@ func TestCNAMEChase(t *testing.T) {
 		{"c2.example.org.", "203.0.113.1/32", dns.TypeA, "c2 c3 c4 c5 c6 c7 c8 c9 192.0.2.1", dns.RcodeSuccess, 0},
 	}
 	for _, tc := range tests {
-		ans := r.Resolve(Query{Name: tc.name, Type: tc.qtype, Client: netip.MustParsePrefix(tc.client)})
+		ans := r.Resolve(query{Name: tc.name, Type: tc.qtype, Client: netip.MustParsePrefix(tc.client)})
 		if got := chain(ans.RRs); got != tc.want || ans.Rcode != tc.rcode || ans.Scope != tc.scope {
 			t.Errorf("%s %s from %s: %q %s scope %d, want %q %s scope %d", tc.name, dns.TypeToString[tc.qtype], tc.client,
 				got, dns.RcodeToString[ans.Rcode], ans.Scope, tc.want, dns.RcodeToString[tc.rcode], tc.scope)
@@ -376,7 +376,7 @@ func TestCNAMEChaseOverlay(t *testing.T) {
 			CNAME zonefile.example.org.
 		}
 	}`)
-	ans := r.Resolve(Query{Name: "a.example.org.", Type: dns.TypeA, Client: testClient})
+	ans := r.Resolve(query{Name: "a.example.org.", Type: dns.TypeA, Client: testClient})
 	if got := chain(ans.RRs); got != "a b" || ans.Rcode != dns.RcodeSuccess || len(ans.Ns) != 0 || ans.Pass {
 		t.Errorf("answer %q %s ns %v pass %t, want a b, NOERROR, no authority", got, dns.RcodeToString[ans.Rcode], ans.Ns, ans.Pass)
 	}
@@ -452,7 +452,7 @@ func TestExplainScope(t *testing.T) {
 			default A 192.0.2.12
 		}
 	}`)
-	ans, tr := r.Explain(Query{Name: "net.example.org.", Type: dns.TypeA, Client: netip.MustParsePrefix("192.0.0.0/16")})
+	ans, tr := r.Explain(query{Name: "net.example.org.", Type: dns.TypeA, Client: netip.MustParsePrefix("192.0.0.0/16")})
 	if ans.Scope != 24 || len(tr.Steps) != 1 || tr.Steps[0].Scope != 24 || !strings.Contains(tr.Steps[0].ScopeReason, "inside the client's /16") {
 		t.Errorf("scope %d, steps %+v; want 24, explained by a block inside the /16", ans.Scope, tr.Steps)
 	}
@@ -472,7 +472,7 @@ func TestPlainAnswerAllocs(t *testing.T) {
 		}
 	}`)
 	for _, name := range []string{"w.example.org.", "net.example.org."} {
-		q := Query{Name: name, Type: dns.TypeA, Client: netip.MustParsePrefix("192.0.0.0/16")}
+		q := query{Name: name, Type: dns.TypeA, Client: netip.MustParsePrefix("192.0.0.0/16")}
 		if n := testing.AllocsPerRun(100, func() { r.Resolve(q) }); n != 0 {
 			t.Errorf("%s: %.0f allocations per answer, want 0", name, n)
 		}
@@ -482,7 +482,7 @@ func TestPlainAnswerAllocs(t *testing.T) {
 // BenchmarkResolveCNAMEChase measures a two-step chase through different policies.
 func BenchmarkResolveCNAMEChase(b *testing.B) {
 	r, _ := testResolver(b, chaseBlock)
-	q := Query{Name: "two.example.org.", Type: dns.TypeA, Client: testClient}
+	q := query{Name: "two.example.org.", Type: dns.TypeA, Client: testClient}
 	b.ReportAllocs()
 	for b.Loop() {
 		r.Resolve(q)
@@ -506,10 +506,10 @@ func TestScopeThroughETH(t *testing.T) {
 			A 192.0.2.20
 		}
 	}`)
-	if ans := r.Resolve(Query{Name: "w.example.org.", Type: dns.TypeA, Client: netip.MustParsePrefix("192.0.0.0/16")}); ans.Scope != 24 {
+	if ans := r.Resolve(query{Name: "w.example.org.", Type: dns.TypeA, Client: netip.MustParsePrefix("192.0.0.0/16")}); ans.Scope != 24 {
 		t.Errorf("weighted with evaluate_target_health into ip: scope %d, want the ip record's 24", ans.Scope)
 	}
-	if ans := r.Resolve(Query{Name: "plain.example.org.", Type: dns.TypeA, Client: netip.MustParsePrefix("192.0.0.0/16")}); ans.Scope != 0 {
+	if ans := r.Resolve(query{Name: "plain.example.org.", Type: dns.TypeA, Client: netip.MustParsePrefix("192.0.0.0/16")}); ans.Scope != 0 {
 		t.Errorf("static tree: scope %d, want 0", ans.Scope)
 	}
 }
@@ -532,7 +532,7 @@ func TestExplainNextPlugin(t *testing.T) {
 		{"example.org.", dns.TypeSOA, true},
 		{"nope.example.org.", dns.TypeA, true},
 	} {
-		if _, tr := r.Explain(Query{Name: tc.name, Type: tc.qtype, Client: testClient}); tr.NextPlugin != tc.next {
+		if _, tr := r.Explain(query{Name: tc.name, Type: tc.qtype, Client: testClient}); tr.NextPlugin != tc.next {
 			t.Errorf("%s %s: next_plugin %t, want %t", tc.name, dns.TypeToString[tc.qtype], tr.NextPlugin, tc.next)
 		}
 	}
