@@ -29,6 +29,7 @@ type delegate Fleet
 func (d *delegate) NodeMeta(int) []byte { return nil }
 func (d *delegate) NotifyMsg(b []byte)  { (*Fleet)(d).handle(b, true) }
 func (d *delegate) GetBroadcasts(overhead, limit int) [][]byte {
+	(*Fleet)(d).running() // what was queued before a stall is dropped, not sent
 	return d.queue.GetBroadcasts(overhead, limit)
 }
 func (d *delegate) LocalState(bool) []byte { return (*Fleet)(d).stateMsg() }

@@ -5,8 +5,11 @@
 // compact binary messages on its broadcast queue (first results, changes and
 // heartbeats, relayed epidemically) and as full report sets (memberlist's push-pull,
 // and pushed to a member at once when it joins, rejoins or comes back from a
-// partition). A member's reports count while its heartbeats arrive (Config.Suspicion),
-// whatever memberlist's slower failure detector thinks of it.
+// partition). A member's report counts while its heartbeats arrive (Config.Suspicion),
+// whatever memberlist's slower failure detector thinks of it, once it carries a
+// verdict from probes and while its probe is fresh (docs/fleet-freshness.md).
+// Ages are measured on each member's own monotonic clock: no member's wall clock
+// needs to agree with another's.
 package fleet
 
 import (
@@ -60,6 +63,10 @@ func (p Profile) String() string {
 	return "wan"
 }
 
+// wallOffset is added to this member's wall clock; only end-to-end tests set it
+// (testclock.go).
+var wallOffset time.Duration
+
 // senders is how many full report sets (pulls and their answers) go out at once.
 const senders = 4
 
@@ -99,9 +106,16 @@ type Fleet struct {
 	// OnChecks, when set, is called instead of OnChange when only some checks'
 	// reports changed, with their fingerprints: Scheduler.RepublishChecks.
 	OnChecks func(fps []string)
+	// OnStale, when set, is called, from the fleet's goroutine, with this member's
+	// checks whose last probe grew older than their freshness bound (the process
+	// stalled, or their probes fell behind): Scheduler.RestartWindows, so that their
+	// next verdict rests on probes none of which is that old.
+	OnStale func(fps []string)
 
 	cfg   Config
-	now   func() time.Time
+	now   func() time.Time // the clock; its monotonic reading times everything
+	wall  func() time.Time // the wall clock, for the clock offset others see
+	start time.Time        // of this incarnation: sentAt counts from it
 	epoch uint64
 
 	mu       sync.Mutex
@@ -117,6 +131,9 @@ type Fleet struct {
 	dirtyAll bool                       // every decision may have moved
 	pushed   map[string]time.Time       // when this member's full set last went to a member
 	logs     *rateLog                   // memberlist's log lines, rate-limited
+	wake     uint64                     // stalls resumed from; in every message's header
+	ran      time.Time                  // when the fleet last ran (see stall)
+	restart  map[uint64]struct{}        // own reports marked stale, until OnStale has restarted their windows
 
 	ml      atomic.Pointer[memberlist.Memberlist]
 	addr    string // this member's gossip address, set by Start
@@ -133,17 +150,24 @@ type ownReport struct {
 	flags    byte
 	seq      uint64
 	observed time.Time     // last local probe
-	gap      time.Duration // between the last two local probes
+	gap      time.Duration // the longer of the last two gaps between local probes
+	lastGap  time.Duration // the last one
 }
 
 type peer struct {
 	epoch    uint64
-	seq      uint64 // highest sequence seen
-	beat     uint64 // sentAt of the newest beat
-	beatSeq  uint64 // its sequence
+	retired  []uint64 // its earlier epochs: their messages are void
+	wake     uint64   // its wake count: reports confirmed under an older one do not count
+	seq      uint64   // highest sequence seen
+	beat     uint64   // sentAt of the newest beat
+	beatSeq  uint64   // its sequence
 	heard    time.Time
-	fresh    bool // as last evaluated, to notice changes
-	lapsed   bool // fell silent past Suspicion; its return is a heal: full sets both ways
+	vouched  time.Time        // when its newest beat arrived: every report it holds was fresh then
+	offsets  [8]time.Duration // its wall clock minus ours at its last beats
+	nOffsets int
+	warned   time.Time // when its clock offset was last logged
+	fresh    bool      // as last evaluated, to notice changes
+	lapsed   bool      // fell silent past Suspicion; its return is a heal: full sets both ways
 	digest   uint64
 	mismatch int // beats in a row whose digest differs from ours
 	pulled   time.Time
@@ -151,9 +175,10 @@ type peer struct {
 }
 
 type report struct {
-	flags    byte
-	seq      uint64
-	observed uint64 // unix ms, the member's clock
+	flags  byte
+	seq    uint64
+	wake   uint64    // the member's wake count when this report was last confirmed
+	probed time.Time // when the member probed it, on this member's clock: receipt minus its age
 }
 
 type lostMember struct {
@@ -163,6 +188,7 @@ type lostMember struct {
 
 type decision struct {
 	st      health.Status
+	decided bool // st came from counted reports; before, the check is new
 	differs bool
 	used    time.Time
 }
@@ -202,7 +228,7 @@ func New(cfg Config) (*Fleet, error) {
 		cfg.MaxBackoff = DefaultMaxBackoff
 	}
 	f := &Fleet{
-		cfg: cfg, now: time.Now,
+		cfg: cfg, now: time.Now, wall: func() time.Time { return time.Now().Add(wallOffset) }, restart: map[uint64]struct{}{},
 		own: map[uint64]*ownReport{}, peers: map[string]*peer{}, alive: map[string]memberlist.Node{},
 		lost: map[string]lostMember{}, last: map[string]*decision{}, dirty: map[string]struct{}{},
 		pushed: map[string]time.Time{}, logs: newRateLog(),
@@ -218,7 +244,8 @@ func (f *Fleet) Name() string { return f.cfg.Name }
 // Start binds the gossip address and starts the fleet's goroutines; joining runs in
 // the background, so a member whose join targets are down serves alone meanwhile.
 func (f *Fleet) Start() error {
-	f.epoch = uint64(f.now().UnixMilli())
+	f.start, f.ran = f.now(), f.now()
+	f.epoch = rand.Uint64() | 1         // not a time: a clock set back must not make a restart look older
 	mc := memberlist.DefaultWANConfig() // members may sit in different regions
 	if f.cfg.Profile == LAN {
 		mc = memberlist.DefaultLANConfig()
@@ -334,6 +361,7 @@ func (f *Fleet) loop(ctx context.Context) {
 			default:
 			}
 		}
+		f.restartWindows()
 		f.mu.Lock()
 		all, dirty := f.dirtyAll, map[string]struct{}(nil)
 		if len(f.dirty) > 0 {
@@ -350,43 +378,17 @@ func (f *Fleet) loop(ctx context.Context) {
 	}
 }
 
-// tick sends a beat, marks own reports of checks no longer probed stale and notices
-// members falling silent, marking every decision dirty when any of that happened.
+// tick sends a beat after marking own reports whose probes grew too old (ageOwnLocked),
+// notices members falling silent and forgets what is long gone, marking every
+// decision dirty when any of that happened.
 func (f *Fleet) tick() {
-	changed := false
 	now := f.now()
-	forget := 10 * f.cfg.Stale
-	var outs []*bcast
 	f.mu.Lock()
+	f.stallLocked(now)
 	f.deltas = 0
-	for id, r := range f.own {
-		age := now.Sub(r.observed)
-		switch {
-		case r.flags&flagStale == 0 && age > max(f.cfg.Stale, 3*r.gap):
-			outs = append(outs, f.setOwnLocked(id, r, r.flags|flagStale, now, true))
-			changed = true
-		case r.flags&flagStale != 0 && age > forget:
-			delete(f.own, id)
-			f.digest -= mix(id, r.flags)
-			f.seq++ // full report sets from now on tell the others it is gone
-		}
-	}
-	for name, p := range f.peers {
-		fresh := f.freshLocked(name, p, now)
-		if fresh != p.fresh {
-			p.fresh, changed = fresh, true
-			p.lapsed = !fresh
-		}
-		if fresh && now.Sub(p.heard) > 2*f.cfg.Beat {
-			// Missed beats: its reports of checks with short intervals may
-			// stop counting before the member as a whole does (tallyLocked).
-			changed = true
-		}
-		if _, ok := f.alive[name]; !ok && now.Sub(p.heard) > forget {
-			delete(f.peers, name)
-			delete(f.pushed, name)
-		}
-	}
+	outs, changed := f.ageOwnLocked(now)
+	changed = f.agePeersLocked(now) || changed
+	forget := 10 * f.cfg.Stale
 	for fp, d := range f.last {
 		if now.Sub(d.used) > forget {
 			delete(f.last, fp)
@@ -405,6 +407,31 @@ func (f *Fleet) tick() {
 	for _, b := range outs {
 		f.broadcast(b)
 	}
+}
+
+// agePeersLocked notices members falling silent and forgets those long gone; it
+// reports whether decisions may have moved.
+func (f *Fleet) agePeersLocked(now time.Time) bool {
+	changed := false
+	forget := 10 * f.cfg.Stale
+	for name, p := range f.peers {
+		fresh := f.freshLocked(name, p, now)
+		if fresh != p.fresh {
+			p.fresh, changed = fresh, true
+			p.lapsed = !fresh
+		}
+		if fresh && now.Sub(p.heard) > 2*f.cfg.Beat {
+			// Missed beats: its reports of checks with short intervals may
+			// stop counting before the member as a whole does (tallyLocked).
+			changed = true
+		}
+		if _, ok := f.alive[name]; !ok && now.Sub(p.heard) > forget {
+			delete(f.peers, name)
+			delete(f.pushed, name)
+			forgetMember(name)
+		}
+	}
+	return changed
 }
 
 // joinLoop joins the configured members and reconnects to failed ones, with

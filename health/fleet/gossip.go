@@ -6,6 +6,15 @@ import (
 	"time"
 )
 
+// handled is what handling a message leaves to do once f.mu is released.
+type handled struct {
+	out     *bcast // to relay
+	changed bool   // decisions may have moved
+	poke    bool   // some check's decision may have moved (f.dirty)
+	push    bool   // send the member this member's full report set
+	pull    bool   // ask the member for its full report set
+}
+
 // handle decodes and applies one message from another member.
 func (f *Fleet) handle(b []byte, relay bool) {
 	r := reader{b: b}
@@ -18,87 +27,150 @@ func (f *Fleet) handle(b []byte, relay bool) {
 		return
 	}
 	now := f.now()
-	var out *bcast
-	changed, push := false, false
+	var m handled
 	f.mu.Lock()
-	p := f.peers[h.name]
-	if p == nil || h.epoch > p.epoch { // new, or restarted: its old reports are void
-		if p != nil {
-			changed = len(p.reports) > 0
-			push = true // it restarted without memberlist noticing: it holds nothing of ours
+	if p := f.peerLocked(h, &m); p != nil {
+		switch h.typ {
+		case msgDelta:
+			f.deltaLocked(p, h, &r, b, relay, now, &m)
+		case msgBeat:
+			f.beatLocked(p, h, &r, b, relay, now, &m)
+		case msgState:
+			f.stateLocked(p, h, &r, now, &m)
 		}
-		p = &peer{epoch: h.epoch, reports: map[uint64]report{}}
-		f.peers[h.name] = p
-	}
-	if h.epoch < p.epoch {
-		f.mu.Unlock()
-		return
-	}
-	switch h.typ {
-	case msgDelta:
-		e := r.entry()
-		if r.err == nil && f.applyLocked(p, e, h.sentAt) {
-			reportsReceived.Inc()
-			if h.sentAt >= p.beat { // as recent as its last beat: it was running then
-				p.heard = now
-			}
-			if own := f.own[e.id]; own != nil {
-				f.dirty[own.fp] = struct{}{} // only this check's decision may move
-				defer f.poke()
-			}
-			if relay {
-				out = &bcast{key: deltaKey(h.name, e.id), msg: slices.Clone(b)}
-			}
-		}
-	case msgBeat:
-		digest := r.uint64()
-		if r.err != nil || h.sentAt <= p.beat {
-			break
-		}
-		settled := h.seq == p.beatSeq // nothing changed there since its last beat
-		p.beat, p.beatSeq, p.heard = h.sentAt, h.seq, now
-		p.seq = max(p.seq, h.seq)
-		if relay {
-			out = &bcast{key: h.name, msg: slices.Clone(b)}
-		}
-		// A beat can overtake the changes queued before it, and a member starting
-		// many checks changes with every beat: pull its full report set when its
-		// digest still differs from ours once it has settled (or after 8 beats).
-		if digest == p.digest {
-			p.mismatch = 0
-		} else if p.mismatch++; (settled && p.mismatch >= 2 || p.mismatch >= 8) && now.Sub(p.pulled) >= 2*f.cfg.Beat {
-			p.pulled, p.mismatch = now, 0
-			defer f.send(h.name, f.pullMsg)
-		}
-	case msgState:
-		es := r.entries()
-		if r.err != nil {
-			break
-		}
-		n := f.mergeLocked(p, h.seq, es, h.sentAt)
-		reportsReceived.Add(float64(n))
-		p.heard = now
-		changed = changed || n > 0
-	}
-	if fresh := f.freshLocked(h.name, p, now); fresh != p.fresh {
-		p.fresh, changed = fresh, true
-		if fresh && p.lapsed { // back from a partition memberlist did not see through
-			p.lapsed, push = false, true
-		}
-	}
-	if changed {
-		f.dirtyAll = true
-	}
-	if push {
-		push = f.pushLocked(h.name, now)
+		f.settleLocked(h.name, p, now, &m)
 	}
 	f.mu.Unlock()
-	f.broadcast(out)
-	if push {
+	f.broadcast(m.out)
+	if m.push {
 		f.send(h.name, f.stateMsg)
 	}
-	if changed {
+	if m.pull {
+		f.send(h.name, f.pullMsg)
+	}
+	if m.changed || m.poke {
 		f.poke()
+	}
+}
+
+// peerLocked returns the member that sent h, or nil when the message is void: from
+// an incarnation that has since restarted, or sent before the member stalled and
+// delivered since. A new epoch voids the member's old reports; a new wake count
+// stops the reports it holds from counting until the member confirms them, and
+// asks it for its full report set.
+func (f *Fleet) peerLocked(h header, m *handled) *peer {
+	p := f.peers[h.name]
+	switch {
+	case p == nil:
+		p = &peer{epoch: h.epoch, reports: map[uint64]report{}}
+		f.peers[h.name] = p
+	case h.epoch == p.epoch:
+	case slices.Contains(p.retired, h.epoch):
+		return nil
+	default: // restarted: its old reports are void
+		m.changed = len(p.reports) > 0
+		m.push = true // it restarted without memberlist noticing: it holds nothing of ours
+		retired := append(p.retired, p.epoch)
+		if len(retired) > 8 {
+			retired = retired[1:]
+		}
+		p = &peer{epoch: h.epoch, retired: retired, reports: map[uint64]report{}}
+		f.peers[h.name] = p
+	}
+	if h.wake < p.wake {
+		if h.typ != msgBeat {
+			staleReports.WithLabelValues(h.name).Inc()
+		}
+		return nil
+	}
+	if h.wake > p.wake {
+		n := 0
+		for _, r := range p.reports {
+			if r.flags&(flagStale|flagPending) == 0 {
+				n++
+			}
+		}
+		staleReports.WithLabelValues(h.name).Add(float64(n))
+		p.wake, p.vouched = h.wake, time.Time{}
+		m.changed, m.pull = true, true
+	}
+	return p
+}
+
+// deltaLocked applies one changed report.
+func (f *Fleet) deltaLocked(p *peer, h header, r *reader, b []byte, relay bool, now time.Time, m *handled) {
+	e := r.entry()
+	if r.err != nil {
+		return
+	}
+	stored, confirmed := f.applyLocked(p, e, h.wake, now)
+	if !stored && !confirmed {
+		return
+	}
+	reportsReceived.Inc()
+	if h.sentAt >= p.beat { // as recent as its last beat: it was running then
+		p.heard = now
+	}
+	if own := f.own[e.id]; own != nil {
+		f.dirty[own.fp] = struct{}{} // only this check's decision may move
+		m.poke = true
+	}
+	if relay && stored {
+		m.out = &bcast{key: deltaKey(h.name, e.id), msg: slices.Clone(b)}
+	}
+}
+
+// beatLocked applies a heartbeat: the member is running, vouches for the reports it
+// has not marked stale, and says what its reports' digest and its wall clock are.
+func (f *Fleet) beatLocked(p *peer, h header, r *reader, b []byte, relay bool, now time.Time, m *handled) {
+	digest, wall := r.uint64(), r.uint64()
+	if r.err != nil || h.sentAt <= p.beat {
+		return
+	}
+	settled := h.seq == p.beatSeq // nothing changed there since its last beat
+	p.beat, p.beatSeq, p.heard, p.vouched = h.sentAt, h.seq, now, now
+	p.seq = max(p.seq, h.seq)
+	f.noteOffsetLocked(h.name, p, wall, now)
+	if relay {
+		m.out = &bcast{key: h.name, msg: slices.Clone(b)}
+	}
+	// A beat can overtake the changes queued before it, and a member starting
+	// many checks changes with every beat: pull its full report set when its
+	// digest still differs from ours once it has settled (or after 8 beats).
+	if digest == p.digest {
+		p.mismatch = 0
+	} else if p.mismatch++; (settled && p.mismatch >= 2 || p.mismatch >= 8) && now.Sub(p.pulled) >= 2*f.cfg.Beat {
+		p.pulled, p.mismatch = now, 0
+		m.pull = true
+	}
+}
+
+// stateLocked applies a member's full report set.
+func (f *Fleet) stateLocked(p *peer, h header, r *reader, now time.Time, m *handled) {
+	es := r.entries()
+	if r.err != nil {
+		return
+	}
+	n, confirmed := f.mergeLocked(p, h.seq, es, h.wake, now)
+	reportsReceived.Add(float64(n))
+	p.heard = now
+	m.changed = m.changed || n > 0 || confirmed
+}
+
+// settleLocked notices a member turning fresh or silent; one back from a lapse
+// memberlist did not see (a partition) gets this member's full report set.
+func (f *Fleet) settleLocked(name string, p *peer, now time.Time, m *handled) {
+	if fresh := f.freshLocked(name, p, now); fresh != p.fresh {
+		p.fresh, m.changed = fresh, true
+		if fresh && p.lapsed { // back from a partition memberlist did not see through
+			p.lapsed, m.push = false, true
+		}
+	}
+	if m.changed {
+		f.dirtyAll = true
+	}
+	if m.push {
+		m.push = f.pushLocked(name, now)
 	}
 }
 
@@ -113,36 +185,44 @@ func (f *Fleet) pushLocked(name string, now time.Time) bool {
 	return true
 }
 
-// applyLocked stores e when it is newer than what p holds and reports whether it was.
-func (f *Fleet) applyLocked(p *peer, e entry, sentAt uint64) bool {
-	observed := sentAt - min(e.age, sentAt)
+// applyLocked stores e, received now in a message of wake count wake, when it is
+// newer than what p holds (stored); a report p already holds at the same sequence
+// is confirmed: its probe time moves forward and it counts again after a wake.
+func (f *Fleet) applyLocked(p *peer, e entry, wake uint64, now time.Time) (stored, confirmed bool) {
+	probed := now.Add(-time.Duration(min(e.age, 1<<32)) * time.Millisecond)
 	old, ok := p.reports[e.id]
 	if ok && old.seq >= e.seq {
-		if old.seq == e.seq && observed > old.observed {
-			old.observed = observed
+		if old.seq == e.seq {
+			confirmed = old.wake != wake
+			old.wake = wake
+			if probed.After(old.probed) {
+				old.probed = probed
+			}
 			p.reports[e.id] = old
 		}
-		return false
+		return false, confirmed
 	}
 	if ok {
 		p.digest -= mix(e.id, old.flags)
 	}
-	p.reports[e.id] = report{flags: e.flags, seq: e.seq, observed: observed}
+	p.reports[e.id] = report{flags: e.flags, seq: e.seq, wake: wake, probed: probed}
 	p.digest += mix(e.id, e.flags)
 	p.seq = max(p.seq, e.seq)
-	return true
+	return true, false
 }
 
 // mergeLocked applies a member's full report set taken at sequence seq: newer
-// entries win, and reports it no longer has (as of seq) are dropped.
-func (f *Fleet) mergeLocked(p *peer, seq uint64, es []entry, sentAt uint64) int {
-	n := 0
+// entries win, and reports it no longer has (as of seq) are dropped. It returns
+// how many changed and whether any was confirmed after a wake.
+func (f *Fleet) mergeLocked(p *peer, seq uint64, es []entry, wake uint64, now time.Time) (n int, confirmed bool) {
 	in := make(map[uint64]struct{}, len(es))
 	for _, e := range es {
 		in[e.id] = struct{}{}
-		if f.applyLocked(p, e, sentAt) {
+		stored, c := f.applyLocked(p, e, wake, now)
+		if stored {
 			n++
 		}
+		confirmed = confirmed || c
 	}
 	for id, r := range p.reports {
 		if _, ok := in[id]; !ok && r.seq <= seq {
@@ -152,16 +232,16 @@ func (f *Fleet) mergeLocked(p *peer, seq uint64, es []entry, sentAt uint64) int 
 		}
 	}
 	p.seq = max(p.seq, seq)
-	return n
+	return n, confirmed
 }
 
-// stateMsg encodes this member's full report set.
+// stateMsg encodes this member's full report set, each report with its probe's age.
 func (f *Fleet) stateMsg() []byte {
 	now := f.now()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	h := header{typ: msgState, name: f.cfg.Name, epoch: f.epoch, seq: f.seq, sentAt: ms(now)}
-	b := appendHeader(make([]byte, 0, 32+len(f.own)*14), h)
+	f.stallLocked(now)
+	b := appendHeader(make([]byte, 0, 40+len(f.own)*14), f.headerLocked(msgState, now))
 	b = appendUvarint(b, uint64(len(f.own)))
 	for id, r := range f.own {
 		b = appendEntry(b, entry{id: id, flags: r.flags, seq: r.seq, age: uint64(max(now.Sub(r.observed).Milliseconds(), 0))})
@@ -173,10 +253,20 @@ func (f *Fleet) pullMsg() []byte {
 	return appendHeader(nil, header{typ: msgPull, name: f.cfg.Name})
 }
 
+// beatMsg is a heartbeat: the digest of this member's reports and its wall clock.
 func (f *Fleet) beatMsg(now time.Time) *bcast {
-	h := header{typ: msgBeat, name: f.cfg.Name, epoch: f.epoch, seq: f.seq, sentAt: ms(now)}
-	b := appendHeader(nil, h)
-	return &bcast{key: f.cfg.Name, msg: appendUint64(b, f.digest)}
+	b := appendHeader(nil, f.headerLocked(msgBeat, now))
+	b = appendUint64(b, f.digest)
+	return &bcast{key: f.cfg.Name, msg: appendUint64(b, uint64(max(f.wall().UnixMilli(), 0)))}
+}
+
+// running notes that the fleet runs now, noticing a stall (stallLocked) before
+// memberlist sends anything queued.
+func (f *Fleet) running() {
+	now := f.now()
+	f.mu.Lock()
+	f.stallLocked(now)
+	f.mu.Unlock()
 }
 
 // poke asks the loop to re-decide soon.
