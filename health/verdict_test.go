@@ -16,7 +16,11 @@ type verdictLog struct {
 	got []Status
 }
 
-func (l *verdictLog) Local(_ string, st Status) { l.mu.Lock(); l.got = append(l.got, st); l.mu.Unlock() }
+func (l *verdictLog) Local(_ string, st Status) {
+	l.mu.Lock()
+	l.got = append(l.got, st)
+	l.mu.Unlock()
+}
 func (l *verdictLog) Status(_ string, st Status) Status { return st }
 
 // take returns the statuses told since the last take.

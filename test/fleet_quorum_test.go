@@ -73,8 +73,8 @@ func (e *fleetEndpoint) forget(checker string) {
 type fleetMember struct {
 	name                      string
 	dns, api, gossip, metrics int
-	corefile         string
-	srv              *coretest.Server
+	corefile                  string
+	srv                       *coretest.Server
 }
 
 // fleetMembers lays out n members joining each other with the fleet block users

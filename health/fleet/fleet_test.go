@@ -28,10 +28,10 @@ var testKey = []byte("0123456789abcdef0123456789abcdef")
 // split them into two groups that cannot reach each other, and can drop datagrams.
 type netsim struct {
 	mu    sync.Mutex
-	group map[string]int // address -> group, while split
+	group map[string]int  // address -> group, while split
 	cut   map[string]bool // addresses cut off from every other (a frozen process)
-	loss  float64        // share of datagrams dropped
-	delay time.Duration  // added to every datagram, as between regions
+	loss  float64         // share of datagrams dropped
+	delay time.Duration   // added to every datagram, as between regions
 	bytes atomic.Int64
 }
 
