@@ -41,9 +41,7 @@ func TestFleetClockOffsets(t *testing.T) {
 	}
 	for i, offset := range []string{"-1h", "0s", "10m", "0s"} {
 		if i > 0 {
-			if err := c.srv.Cmd.Process.Kill(); err != nil {
-				t.Fatal(err)
-			}
+			c.kill(t)
 		}
 		c.srv = coretest.StartWith(t, c.corefile, c.dns, "www.example.org", coretest.Options{Env: []string{"HEALTHROUTE_TEST_CLOCK_OFFSET=" + offset}})
 		started := time.Now()

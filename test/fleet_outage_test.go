@@ -124,6 +124,17 @@ func (s *answerSampler) stop() (wrong int, summary string) {
 	return wrong, b.String()
 }
 
+// kill sends m's process SIGKILL and waits until it is gone (its ports free).
+func (m *fleetMember) kill(t *testing.T) {
+	t.Helper()
+	pid := m.srv.Cmd.Process.Pid
+	if err := m.srv.Cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	fleetWait(t, 10*time.Second, m.name+" exits", func() bool { return syscall.Kill(pid, 0) == syscall.ESRCH },
+		func() string { return m.srv.Output() })
+}
+
 // outageFleet starts three members probing an endpoint that is down, with the
 // given check settings, and waits until every member answers the secondary and
 // counts all three verdicts.
@@ -163,10 +174,8 @@ func restartsDuringOutage(t *testing.T, settings string, rounds int, settle func
 	s := sampleAnswers(others, false)
 	var restarted *answerSampler
 	for round := range rounds {
-		if err := b.srv.Cmd.Process.Kill(); err != nil {
-			t.Fatal(err)
-		}
 		killed := time.Now()
+		b.kill(t)
 		b.start(t)
 		if restarted == nil {
 			restarted = sampleAnswers([]*fleetMember{b}, false)

@@ -134,12 +134,15 @@ type Fleet struct {
 	wake     uint64                     // stalls resumed from; in every message's header
 	ran      time.Time                  // when the fleet last ran (see stall)
 	restart  map[uint64]struct{}        // own reports marked stale, until OnStale has restarted their windows
+	beats    uint64                     // beats sent
+	recent   map[uint64]uint64          // own reports changed lately: id -> beats when it changed (see beatMsg)
 
 	ml      atomic.Pointer[memberlist.Memberlist]
 	addr    string // this member's gossip address, set by Start
 	queue   *memberlist.TransmitLimitedQueue
 	kick    chan struct{}
 	jobs    chan job
+	directs chan []byte // own changes to send straight to every member (direct)
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	stopped bool
@@ -228,11 +231,11 @@ func New(cfg Config) (*Fleet, error) {
 		cfg.MaxBackoff = DefaultMaxBackoff
 	}
 	f := &Fleet{
-		cfg: cfg, now: time.Now, wall: func() time.Time { return time.Now().Add(wallOffset) }, restart: map[uint64]struct{}{},
+		cfg: cfg, now: time.Now, wall: func() time.Time { return time.Now().Add(wallOffset) }, restart: map[uint64]struct{}{}, recent: map[uint64]uint64{},
 		own: map[uint64]*ownReport{}, peers: map[string]*peer{}, alive: map[string]memberlist.Node{},
 		lost: map[string]lostMember{}, last: map[string]*decision{}, dirty: map[string]struct{}{},
 		pushed: map[string]time.Time{}, logs: newRateLog(),
-		kick: make(chan struct{}, 1), jobs: make(chan job, 64),
+		kick: make(chan struct{}, 1), jobs: make(chan job, 64), directs: make(chan []byte, 64),
 	}
 	f.queue = &memberlist.TransmitLimitedQueue{NumNodes: f.numNodes, RetransmitMult: 3}
 	return f, nil
@@ -290,8 +293,9 @@ func (f *Fleet) Start() error {
 	f.ml.Store(ml)
 	ctx, cancel := context.WithCancel(context.Background())
 	f.cancel = cancel
-	f.wg.Add(2 + senders)
+	f.wg.Add(3 + senders)
 	go func() { defer f.wg.Done(); f.loop(ctx) }()
+	go func() { defer f.wg.Done(); f.directSender(ctx) }()
 	go func() { defer f.wg.Done(); f.joinLoop(ctx) }()
 	for range senders {
 		go func() { defer f.wg.Done(); f.sender(ctx) }()

@@ -284,7 +284,8 @@ func ms(t time.Time) uint64 { return uint64(t.UnixMilli()) }
 
 // beatOf is a heartbeat with header h and digest.
 func beatOf(h header, digest uint64) []byte {
-	return appendUint64(appendUint64(appendHeader(nil, h), digest), uint64(time.Now().UnixMilli()))
+	b := appendUint64(appendUint64(appendHeader(nil, h), digest), uint64(time.Now().UnixMilli()))
+	return appendUvarint(b, 0) // no changes carried
 }
 
 // views probes fp on every member, as its scheduler would (the probe result is

@@ -1,9 +1,12 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"time"
+
+	"github.com/hashicorp/memberlist"
 )
 
 // handled is what handling a message leaves to do once f.mu is released.
@@ -19,7 +22,7 @@ type handled struct {
 func (f *Fleet) handle(b []byte, relay bool) {
 	r := reader{b: b}
 	h := r.header()
-	if r.err != nil || h.name == f.cfg.Name {
+	if r.err != nil || h.name == f.cfg.Name || h.typ < msgState || h.typ > msgPull {
 		return
 	}
 	if h.typ == msgPull {
@@ -123,8 +126,20 @@ func (f *Fleet) deltaLocked(p *peer, h header, r *reader, b []byte, relay bool, 
 // beatLocked applies a heartbeat: the member is running, vouches for the reports it
 // has not marked stale, and says what its reports' digest and its wall clock are.
 func (f *Fleet) beatLocked(p *peer, h header, r *reader, b []byte, relay bool, now time.Time, m *handled) {
-	digest, wall := r.uint64(), r.uint64()
-	if r.err != nil || h.sentAt <= p.beat {
+	digest, wall, es := r.uint64(), r.uint64(), r.entries()
+	if r.err != nil {
+		return
+	}
+	for _, e := range es { // changes carried (see beatMsg), older beats' too
+		if stored, _ := f.applyLocked(p, e, h.wake, now); stored {
+			reportsReceived.Inc()
+			if own := f.own[e.id]; own != nil {
+				f.dirty[own.fp] = struct{}{}
+				m.poke = true
+			}
+		}
+	}
+	if h.sentAt <= p.beat {
 		return
 	}
 	settled := h.seq == p.beatSeq // nothing changed there since its last beat
@@ -253,11 +268,36 @@ func (f *Fleet) pullMsg() []byte {
 	return appendHeader(nil, header{typ: msgPull, name: f.cfg.Name})
 }
 
-// beatMsg is a heartbeat: the digest of this member's reports and its wall clock.
+// carried is how many beats carry a change after it was made.
+const carried = 3
+
+// beatMsg is a heartbeat: the digest of this member's reports, its wall clock, and
+// the reports changed in this beat and the 2 before (at most maxDeltas, the latest),
+// so that a change whose own message was lost arrives with one of the next beats,
+// each sent several times and relayed by every member.
 func (f *Fleet) beatMsg(now time.Time) *bcast {
 	b := appendHeader(nil, f.headerLocked(msgBeat, now))
 	b = appendUint64(b, f.digest)
-	return &bcast{key: f.cfg.Name, msg: appendUint64(b, uint64(max(f.wall().UnixMilli(), 0)))}
+	b = appendUint64(b, uint64(max(f.wall().UnixMilli(), 0)))
+	var es []entry
+	for id, at := range f.recent {
+		r := f.own[id]
+		if r == nil || f.beats-at >= carried {
+			delete(f.recent, id)
+			continue
+		}
+		es = append(es, entry{id: id, flags: r.flags, seq: r.seq, age: uint64(max(now.Sub(r.observed).Milliseconds(), 0))})
+	}
+	f.beats++
+	if len(es) > maxDeltas {
+		slices.SortFunc(es, func(a, b entry) int { return cmp.Compare(b.seq, a.seq) })
+		es = es[:maxDeltas]
+	}
+	b = appendUvarint(b, uint64(len(es)))
+	for _, e := range es {
+		b = appendEntry(b, e)
+	}
+	return &bcast{key: f.cfg.Name, msg: b}
 }
 
 // running notes that the fleet runs now, noticing a stall (stallLocked) before
@@ -280,6 +320,46 @@ func (f *Fleet) poke() {
 func (f *Fleet) broadcast(b *bcast) {
 	if b != nil && b.msg != nil {
 		f.queue.QueueBroadcast(b)
+	}
+}
+
+// direct queues an own change to be sent once straight to every member as well
+// (UDP), besides gossiping it: one more chance for each member to have it in the
+// first round when datagrams are lost, for one datagram per member (at most
+// maxDeltas changes per beat). It never blocks: Local runs under the scheduler's
+// lock; past 64 queued, the change travels by gossip and beats alone.
+func (f *Fleet) direct(b *bcast) {
+	if b == nil || b.msg == nil {
+		return
+	}
+	select {
+	case f.directs <- b.msg:
+	default:
+	}
+}
+
+// directSender sends what direct queued.
+func (f *Fleet) directSender(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case msg := <-f.directs:
+			f.mu.Lock()
+			to := make([]memberlist.Node, 0, len(f.alive))
+			for name, n := range f.alive {
+				if name != f.cfg.Name {
+					to = append(to, n)
+				}
+			}
+			f.mu.Unlock()
+			ml := f.ml.Load()
+			for i := range to {
+				if err := ml.SendBestEffort(&to[i], msg); err != nil {
+					log.Debugf("fleet: send to %s: %v", to[i].Name, err)
+				}
+			}
+		}
 	}
 }
 

@@ -42,6 +42,7 @@ func (f *Fleet) Local(fp string, st health.Status) {
 	}
 	f.mu.Unlock()
 	f.broadcast(b)
+	f.direct(b)
 }
 
 func flagsOf(down bool) byte {
@@ -60,6 +61,7 @@ func (f *Fleet) setOwnLocked(id uint64, r *ownReport, flags byte, now time.Time,
 	f.seq++
 	r.seq, r.flags = f.seq, flags
 	f.digest += mix(id, flags)
+	f.recent[id] = f.beats
 	if !announce || f.deltas >= maxDeltas {
 		return nil
 	}

@@ -9,8 +9,10 @@ import (
 // Message types. Every message starts with its type, then the originating member's
 // name, epoch (a random number drawn at start: a restart makes a new epoch),
 // sequence, send time and wake count.
+// The types start at 5: 1-4 were those of the previous format (no wake count, wall
+// clock send times), which this one ignores rather than misreads.
 const (
-	msgState byte = iota + 1 // a member's full report set: push-pull and pull replies
+	msgState byte = iota + 5 // a member's full report set: push-pull and pull replies
 	msgDelta                 // one changed report, relayed epidemically
 	msgBeat                  // a member is running: freshness and a digest of its reports
 	msgPull                  // "send me your full state" (header only, names the asker)
