@@ -323,11 +323,15 @@ func (f *Fleet) broadcast(b *bcast) {
 	}
 }
 
-// direct queues an own change to be sent once straight to every member as well
-// (UDP), besides gossiping it: one more chance for each member to have it in the
-// first round when datagrams are lost, for one datagram per member (at most
-// maxDeltas changes per beat). It never blocks: Local runs under the scheduler's
-// lock; past 64 queued, the change travels by gossip and beats alone.
+// directSends is how many times an own change goes straight to every member: at
+// once, then every quarter beat (before the next beat carries it too).
+const directSends = 3
+
+// direct queues an own change to be sent straight to every member as well (UDP),
+// besides gossiping it: directSends datagrams per member, so that when datagrams
+// are lost each member most likely has it before the next beat (at most maxDeltas
+// changes per beat). It never blocks: Local runs under the scheduler's lock; past 64
+// queued, the change travels by gossip and beats alone.
 func (f *Fleet) direct(b *bcast) {
 	if b == nil || b.msg == nil {
 		return
@@ -338,27 +342,50 @@ func (f *Fleet) direct(b *bcast) {
 	}
 }
 
-// directSender sends what direct queued.
+// directSender sends what direct queued, directSends times each.
 func (f *Fleet) directSender(ctx context.Context) {
+	type resend struct {
+		msg  []byte
+		left int
+	}
+	var again []resend
+	tick := time.NewTicker(f.cfg.Beat / 4)
+	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case msg := <-f.directs:
-			f.mu.Lock()
-			to := make([]memberlist.Node, 0, len(f.alive))
-			for name, n := range f.alive {
-				if name != f.cfg.Name {
-					to = append(to, n)
+			f.sendToAll(msg)
+			again = append(again, resend{msg: msg, left: directSends - 1})
+		case <-tick.C:
+			kept := again[:0]
+			for _, r := range again {
+				f.sendToAll(r.msg)
+				if r.left--; r.left > 0 {
+					kept = append(kept, r)
 				}
 			}
-			f.mu.Unlock()
-			ml := f.ml.Load()
-			for i := range to {
-				if err := ml.SendBestEffort(&to[i], msg); err != nil {
-					log.Debugf("fleet: send to %s: %v", to[i].Name, err)
-				}
-			}
+			clear(again[len(kept):])
+			again = kept
+		}
+	}
+}
+
+// sendToAll sends msg to every other member memberlist sees, one datagram each.
+func (f *Fleet) sendToAll(msg []byte) {
+	f.mu.Lock()
+	to := make([]memberlist.Node, 0, len(f.alive))
+	for name, n := range f.alive {
+		if name != f.cfg.Name {
+			to = append(to, n)
+		}
+	}
+	f.mu.Unlock()
+	ml := f.ml.Load()
+	for i := range to {
+		if err := ml.SendBestEffort(&to[i], msg); err != nil {
+			log.Debugf("fleet: send to %s: %v", to[i].Name, err)
 		}
 	}
 }

@@ -305,18 +305,20 @@ func staleCount(member string) float64 {
 }
 
 // TestClockOffsetsCountDefaults runs three members whose wall clocks are 1 h
-// behind, right, and 10 min ahead: each counts the others' reports in every
-// sample once they have been heard, and the offset shows in
+// behind, right, and 10 min ahead, then steps the second back by an hour and the
+// third forward by an hour while they run: each counts the others' reports in
+// every sample once they have been heard, and the offsets show in
 // coredns_healthroute_fleet_clock_offset_seconds.
 func TestClockOffsetsCountDefaults(t *testing.T) {
 	as := addrs(t, 3)
 	const fp = "fp-web"
-	offsets := []time.Duration{-time.Hour, 0, 10 * time.Minute}
+	var offsets [3]atomic.Int64
+	offsets[0].Store(int64(-time.Hour))
+	offsets[2].Store(int64(10 * time.Minute))
 	var ms []*Fleet
 	for i := range 3 {
 		tmpl := joinAll(as, i)
-		off := offsets[i]
-		tmpl.wall = func() time.Time { return time.Now().Add(off) }
+		tmpl.wall = func() time.Time { return time.Now().Add(time.Duration(offsets[i].Load())) }
 		m, _ := startJudge(t, nil, tmpl, fp, func() bool { return false })
 		ms = append(ms, m)
 	}
@@ -329,18 +331,24 @@ func TestClockOffsetsCountDefaults(t *testing.T) {
 		return true
 	}
 	waitFor(t, 20*time.Second, "every member counts all three", all)
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for i := range 100 { // 5 s of samples, 50 ms apart
-		if !all() {
-			t.Fatalf("sample %d: a member stopped counting another: %+v / %+v / %+v", i, ms[0].View(fp), ms[1].View(fp), ms[2].View(fp))
+	sample := func(what string) {
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for i := range 100 { // 5 s of samples, 50 ms apart
+			if !all() {
+				t.Fatalf("%s, sample %d: a member stopped counting another: %+v / %+v / %+v", what, i, ms[0].View(fp), ms[1].View(fp), ms[2].View(fp))
+			}
+			<-tick.C
 		}
-		<-tick.C
 	}
+	sample("clocks off")
 	var g dto.Metric
 	clockOffset.WithLabelValues(ms[0].Name()).Write(&g)
 	// Seen from the member 10 min ahead, it is 1 h 10 min behind.
 	if got := g.GetGauge().GetValue(); got < -4210 || got > -3590 {
 		t.Errorf("the clock offset of %s, 1 h behind, is %.0f s", ms[0].Name(), got)
 	}
+	offsets[1].Add(int64(-time.Hour))
+	offsets[2].Add(int64(time.Hour))
+	sample("clocks stepped while running")
 }
