@@ -123,6 +123,7 @@ type Fleet struct {
 	own      map[uint64]*ownReport      // this member's reports, by short id
 	digest   uint64                     // of own, see mix
 	deltas   int                        // change messages queued this beat
+	directed int                        // of them sent straight to every member (direct)
 	peers    map[string]*peer           // other members' reports, by name
 	alive    map[string]memberlist.Node // memberlist alive or suspect, self included; copies (memberlist mutates its own)
 	lost     map[string]lostMember      // failed (not left) members to reconnect to
@@ -389,7 +390,7 @@ func (f *Fleet) tick() {
 	now := f.now()
 	f.mu.Lock()
 	f.stallLocked(now)
-	f.deltas = 0
+	f.deltas, f.directed = 0, 0
 	outs, changed := f.ageOwnLocked(now)
 	changed = f.agePeersLocked(now) || changed
 	forget := 10 * f.cfg.Stale

@@ -268,11 +268,15 @@ func (f *Fleet) pullMsg() []byte {
 	return appendHeader(nil, header{typ: msgPull, name: f.cfg.Name})
 }
 
-// carried is how many beats carry a change after it was made.
-const carried = 3
+// carried is how many beats carry a change after it was made, and maxCarried how
+// many changes a beat carries at most (the latest).
+const (
+	carried    = 3
+	maxCarried = 8
+)
 
 // beatMsg is a heartbeat: the digest of this member's reports, its wall clock, and
-// the reports changed in this beat and the 2 before (at most maxDeltas, the latest),
+// the reports changed in this beat and the 2 before (at most maxCarried, the latest),
 // so that a change whose own message was lost arrives with one of the next beats,
 // each sent several times and relayed by every member.
 func (f *Fleet) beatMsg(now time.Time) *bcast {
@@ -289,9 +293,9 @@ func (f *Fleet) beatMsg(now time.Time) *bcast {
 		es = append(es, entry{id: id, flags: r.flags, seq: r.seq, age: uint64(max(now.Sub(r.observed).Milliseconds(), 0))})
 	}
 	f.beats++
-	if len(es) > maxDeltas {
+	if len(es) > maxCarried {
 		slices.SortFunc(es, func(a, b entry) int { return cmp.Compare(b.seq, a.seq) })
-		es = es[:maxDeltas]
+		es = es[:maxCarried]
 	}
 	b = appendUvarint(b, uint64(len(es)))
 	for _, e := range es {
@@ -327,13 +331,25 @@ func (f *Fleet) broadcast(b *bcast) {
 // once, then every quarter beat (before the next beat carries it too).
 const directSends = 3
 
+// maxDirect bounds the changes per beat sent straight to every member: a flip or
+// a few go at once; a burst (a cold start of many checks) travels by gossip, beats
+// and full report sets, as it would without.
+const maxDirect = 4
+
 // direct queues an own change to be sent straight to every member as well (UDP),
 // besides gossiping it: directSends datagrams per member, so that when datagrams
 // are lost each member most likely has it before the next beat (at most maxDeltas
-// changes per beat). It never blocks: Local runs under the scheduler's lock; past 64
-// queued, the change travels by gossip and beats alone.
+// changes per beat, at most maxDirect of them). It never blocks: Local runs under
+// the scheduler's lock; past 64 queued, the change travels by gossip and beats alone.
 func (f *Fleet) direct(b *bcast) {
 	if b == nil || b.msg == nil {
+		return
+	}
+	f.mu.Lock()
+	ok := f.directed < maxDirect
+	f.directed++
+	f.mu.Unlock()
+	if !ok {
 		return
 	}
 	select {
