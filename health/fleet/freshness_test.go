@@ -85,7 +85,7 @@ func TestStallMarksOwnReports(t *testing.T) {
 	}
 	f.Local("fp-30s", status(false))
 	f.own[shortID("fp-30s")].gap = 30 * time.Second // probed every 30 s: fresh for 92 s
-	now = now.Add(20 * time.Second)                   // frozen
+	now = now.Add(20 * time.Second)                 // frozen
 	r := reader{b: f.stateMsg()}
 	h := r.header()
 	es := r.entries()
