@@ -167,6 +167,8 @@ func (h *HealthRoute) Generation() uint64 {
 func fleetView(v fleet.View) *view.Fleet {
 	fv := &view.Fleet{Healthy: v.Healthy, Total: v.Total, Quorum: v.Quorum, Kept: v.Kept, Members: []view.FleetMember{}}
 	switch {
+	case v.New:
+		fv.Decision = "no reachable member has a verdict yet: healthy, as a new check"
 	case v.Kept:
 		fv.Decision = "no reachable member has a fresh report: the last status is kept"
 	case fleet.Healthy(v.Healthy, v.Total, v.Quorum):
@@ -176,7 +178,7 @@ func fleetView(v fleet.View) *view.Fleet {
 	}
 	for _, r := range v.Reports {
 		fv.Members = append(fv.Members, view.FleetMember{Member: r.Member, Self: r.Self, Reachable: r.Reachable,
-			Counted: r.Counted, Down: r.Down, Seq: r.Seq, Observed: r.Observed, Heard: r.Heard})
+			Counted: r.Counted, NoVerdict: r.Pending, Down: r.Down, Seq: r.Seq, Observed: r.Observed, Heard: r.Heard})
 	}
 	return fv
 }

@@ -63,7 +63,9 @@ type Observer interface {
 // (docs/routing.md#quorum: a quorum of the reachable checkers). Without one, the local view
 // is published as it is.
 type Aggregator interface {
-	// Local is told this instance's status of fp after each of its probes.
+	// Local is told this instance's status of fp after each of its probes, with
+	// Verdict set once the check's threshold window has completed. It is called
+	// holding the Scheduler's lock: it must not call the Scheduler.
 	Local(fp string, st Status)
 	// Status returns the status to publish for fp, given the local one.
 	Status(fp string, local Status) Status
@@ -126,6 +128,8 @@ type entry struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	info   Info
+	window int  // results counted since the threshold window (re)started
+	flip   bool // the state flipped since then
 }
 
 // Start starts the scheduler; checks acquired before Start begin probing now.
@@ -536,25 +540,29 @@ func (s *Scheduler) record(e *entry, err error, took time.Duration, ph Phases) {
 	before, seen := in.State, in.Seen
 	if ok, counts := outcome(spec, err); counts {
 		in.State = in.State.Observe(ok, fails, passes)
+		e.window++
 	}
 	in.Seen = true
 	down := in.State.Down
 	changed := down != before.Down
 	if changed {
 		in.LastChange = now
+		e.flip = true
 	}
-	local := Status{Down: down, Seen: true, Since: in.LastChange}
+	local := Status{Down: down, Seen: true, Since: in.LastChange, Verdict: e.window >= fails || e.flip}
 	var want uint64
 	if changed || !seen || s.Aggregator != nil {
 		// With an Aggregator the quorum may move on any report; flush re-decides
 		// and publishes only if the aggregate status changed.
 		want = s.markLocked(fp)
 	}
-	s.mu.Unlock()
-
 	if s.Aggregator != nil {
+		// Told under s.mu, so that a RestartWindows (which takes s.mu) is never
+		// overtaken by a verdict computed before it.
 		s.Aggregator.Local(fp, local)
 	}
+	s.mu.Unlock()
+
 	if s.Observer != nil {
 		s.Observer.Probed(spec, err, took)
 		if po, ok := s.Observer.(PhaseObserver); ok {
@@ -591,6 +599,23 @@ func outcome(spec *Spec, err error) (ok, counts bool) {
 		return false, false
 	}
 	return err == nil, true
+}
+
+// RestartWindows makes the given checks start a new threshold window: their state
+// stays, but the results counted toward a flip are forgotten, and their statuses
+// carry no Verdict until failure_threshold more results (or a flip) are counted.
+// An Aggregator calls it for the checks whose last probe grew older than the
+// results may be trusted (the process stalled, or the probes fell behind): a
+// verdict must rest on probes none of which is older than that.
+func (s *Scheduler) RestartWindows(fps []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, fp := range fps {
+		if e, ok := s.checks[fp]; ok {
+			e.info.State = State{Down: e.info.State.Down}
+			e.window, e.flip = 0, false
+		}
+	}
 }
 
 // Flatten returns specs and, depth first, every check they depend on (the children

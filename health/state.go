@@ -31,6 +31,11 @@ type Status struct {
 	Down  bool      // the raw state (before Disabled and Invert)
 	Seen  bool      // at least one probe has completed
 	Since time.Time // when Down last changed (zero: never)
+	// Verdict, set only on the statuses a Scheduler gives Aggregator.Local, says
+	// that the state rests on a full threshold window of probes (failure_threshold
+	// results counted since the check started or its window restarted, or a flip
+	// since then); before that the state is a new check's default.
+	Verdict bool
 }
 
 // shardCount splits a snapshot's states so that a publication copies only the shards

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,6 +26,7 @@ import (
 type fleetEndpoint struct {
 	*httptest.Server
 	failFor string
+	down    atomic.Bool // fail every checker's probes
 
 	mu    sync.Mutex
 	first map[string]time.Time // checker name -> first probe since reset
@@ -43,7 +45,7 @@ func newFleetEndpoint(t *testing.T, failFor string) *fleetEndpoint {
 			e.first[name] = time.Now()
 		}
 		e.mu.Unlock()
-		if name == e.failFor {
+		if name == e.failFor || e.down.Load() {
 			http.Error(w, "down for you", http.StatusServiceUnavailable)
 			return
 		}
@@ -69,15 +71,22 @@ func (e *fleetEndpoint) forget(checker string) {
 
 // fleetMember is one CoreDNS process of a fleet test and the Corefile it runs.
 type fleetMember struct {
-	name             string
-	dns, api, gossip int
-	corefile         string
-	srv              *coretest.Server
+	name                      string
+	dns, api, gossip, metrics int
+	corefile                  string
+	srv                       *coretest.Server
 }
 
 // fleetMembers lays out n members joining each other with the fleet block users
 // write (default timers), each probing url every second.
 func fleetMembers(t *testing.T, n int, url string) []*fleetMember {
+	t.Helper()
+	return fleetMembersProbing(t, n, url, "interval 1s\n\t\t\tfailure_threshold 1")
+}
+
+// fleetMembersProbing is fleetMembers with the check's settings (interval,
+// failure_threshold lines) given.
+func fleetMembersProbing(t *testing.T, n int, url, settings string) []*fleetMember {
 	t.Helper()
 	key := make([]byte, 32)
 	rand.Read(key)
@@ -87,7 +96,8 @@ func fleetMembers(t *testing.T, n int, url string) []*fleetMember {
 	}
 	ms := make([]*fleetMember, n)
 	for i := range ms {
-		ms[i] = &fleetMember{name: fmt.Sprintf("dns-%c", 'a'+i), dns: coretest.FreePort(t), api: coretest.FreePort(t), gossip: coretest.FreePort(t)}
+		ms[i] = &fleetMember{name: fmt.Sprintf("dns-%c", 'a'+i), dns: coretest.FreePort(t), api: coretest.FreePort(t), gossip: coretest.FreePort(t),
+			metrics: coretest.FreePort(t)}
 	}
 	for i, m := range ms {
 		var join []string
@@ -98,6 +108,7 @@ func fleetMembers(t *testing.T, n int, url string) []*fleetMember {
 		}
 		m.corefile = fmt.Sprintf(`example.org:%d {
 	bind 127.0.0.1
+	prometheus 127.0.0.1:%d
 	healthroute {
 		api 127.0.0.1:%d
 		fleet {
@@ -107,15 +118,14 @@ func fleetMembers(t *testing.T, n int, url string) []*fleetMember {
 			key_file %s
 		}
 		check web http %s/ {
-			interval 1s
-			failure_threshold 1
+			%s
 		}
 		record www.example.org. failover {
 			primary   A 192.0.2.1 check web
 			secondary A 198.51.100.1
 		}
 	}
-}`, m.dns, m.api, m.gossip, strings.Join(join, " "), m.name, keyFile, url)
+}`, m.dns, m.metrics, m.api, m.gossip, strings.Join(join, " "), m.name, keyFile, url, settings)
 	}
 	return ms
 }

@@ -40,7 +40,7 @@ type Fleet struct {
 	Healthy  int           `json:"healthy"`        // counted reports that are healthy
 	Total    int           `json:"total"`          // counted reports: reachable members, fresh
 	Quorum   int           `json:"quorum_percent"` // healthy when 100*healthy > quorum*total
-	Kept     bool          `json:"kept"`           // nothing counted: the last status is kept
+	Kept     bool          `json:"kept"`           // nothing counted: the last status is kept (or, before any verdict, healthy as a new check)
 	Decision string        `json:"decision"`       // the decision in words
 	Members  []FleetMember `json:"members"`
 }
@@ -51,6 +51,7 @@ type FleetMember struct {
 	Self      bool      `json:"self,omitempty"`
 	Reachable bool      `json:"reachable"`
 	Counted   bool      `json:"counted"`
+	NoVerdict bool      `json:"no_verdict,omitempty"` // its threshold window has not completed since it started or stalled: counted nowhere
 	Down      bool      `json:"down"`
 	Seq       uint64    `json:"seq"`
 	Observed  time.Time `json:"observed,omitzero"`

@@ -415,7 +415,7 @@ func TestFullSetPushedOnJoinRestartAndHeal(t *testing.T) {
 	}
 	beat := func(epoch uint64) {
 		h := header{typ: msgBeat, name: "p", epoch: epoch, seq: 1, sentAt: ms(now)}
-		f.handle(appendUint64(appendHeader(nil, h), 0), false)
+		f.handle(beatOf(h, 0), false)
 	}
 	(*events)(f).NotifyJoin(&memberlist.Node{Name: "p"})
 	if got := pushes(); len(got) != 1 || got[0] != "p" {

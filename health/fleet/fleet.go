@@ -5,8 +5,11 @@
 // compact binary messages on its broadcast queue (first results, changes and
 // heartbeats, relayed epidemically) and as full report sets (memberlist's push-pull,
 // and pushed to a member at once when it joins, rejoins or comes back from a
-// partition). A member's reports count while its heartbeats arrive (Config.Suspicion),
-// whatever memberlist's slower failure detector thinks of it.
+// partition). A member's report counts while its heartbeats arrive (Config.Suspicion),
+// whatever memberlist's slower failure detector thinks of it, once it carries a
+// verdict from probes and while its probe is fresh (docs/fleet-freshness.md).
+// Ages are measured on each member's own monotonic clock: no member's wall clock
+// needs to agree with another's.
 package fleet
 
 import (
@@ -60,6 +63,10 @@ func (p Profile) String() string {
 	return "wan"
 }
 
+// wallOffset is added to this member's wall clock; only end-to-end tests set it
+// (testclock.go).
+var wallOffset time.Duration
+
 // senders is how many full report sets (pulls and their answers) go out at once.
 const senders = 4
 
@@ -99,9 +106,16 @@ type Fleet struct {
 	// OnChecks, when set, is called instead of OnChange when only some checks'
 	// reports changed, with their fingerprints: Scheduler.RepublishChecks.
 	OnChecks func(fps []string)
+	// OnStale, when set, is called, from the fleet's goroutine, with this member's
+	// checks whose last probe grew older than their freshness bound (the process
+	// stalled, or their probes fell behind): Scheduler.RestartWindows, so that their
+	// next verdict rests on probes none of which is that old.
+	OnStale func(fps []string)
 
 	cfg   Config
-	now   func() time.Time
+	now   func() time.Time // the clock; its monotonic reading times everything
+	wall  func() time.Time // the wall clock, for the clock offset others see
+	start time.Time        // of this incarnation: sentAt counts from it
 	epoch uint64
 
 	mu       sync.Mutex
@@ -109,6 +123,7 @@ type Fleet struct {
 	own      map[uint64]*ownReport      // this member's reports, by short id
 	digest   uint64                     // of own, see mix
 	deltas   int                        // change messages queued this beat
+	directed int                        // of them sent straight to every member (direct)
 	peers    map[string]*peer           // other members' reports, by name
 	alive    map[string]memberlist.Node // memberlist alive or suspect, self included; copies (memberlist mutates its own)
 	lost     map[string]lostMember      // failed (not left) members to reconnect to
@@ -117,12 +132,18 @@ type Fleet struct {
 	dirtyAll bool                       // every decision may have moved
 	pushed   map[string]time.Time       // when this member's full set last went to a member
 	logs     *rateLog                   // memberlist's log lines, rate-limited
+	wake     uint64                     // stalls resumed from; in every message's header
+	ran      time.Time                  // when the fleet last ran (see stall)
+	restart  map[uint64]struct{}        // own reports marked stale, until OnStale has restarted their windows
+	beats    uint64                     // beats sent
+	recent   map[uint64]uint64          // own reports changed lately: id -> beats when it changed (see beatMsg)
 
 	ml      atomic.Pointer[memberlist.Memberlist]
 	addr    string // this member's gossip address, set by Start
 	queue   *memberlist.TransmitLimitedQueue
 	kick    chan struct{}
 	jobs    chan job
+	directs chan []byte // own changes to send straight to every member (direct)
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	stopped bool
@@ -133,17 +154,24 @@ type ownReport struct {
 	flags    byte
 	seq      uint64
 	observed time.Time     // last local probe
-	gap      time.Duration // between the last two local probes
+	gap      time.Duration // the longer of the last two gaps between local probes
+	lastGap  time.Duration // the last one
 }
 
 type peer struct {
 	epoch    uint64
-	seq      uint64 // highest sequence seen
-	beat     uint64 // sentAt of the newest beat
-	beatSeq  uint64 // its sequence
+	retired  []uint64 // its earlier epochs: their messages are void
+	wake     uint64   // its wake count: reports confirmed under an older one do not count
+	seq      uint64   // highest sequence seen
+	beat     uint64   // sentAt of the newest beat
+	beatSeq  uint64   // its sequence
 	heard    time.Time
-	fresh    bool // as last evaluated, to notice changes
-	lapsed   bool // fell silent past Suspicion; its return is a heal: full sets both ways
+	vouched  time.Time        // when its newest beat arrived: every report it holds was fresh then
+	offsets  [8]time.Duration // its wall clock minus ours at its last beats
+	nOffsets int
+	warned   time.Time // when its clock offset was last logged
+	fresh    bool      // as last evaluated, to notice changes
+	lapsed   bool      // fell silent past Suspicion; its return is a heal: full sets both ways
 	digest   uint64
 	mismatch int // beats in a row whose digest differs from ours
 	pulled   time.Time
@@ -151,9 +179,10 @@ type peer struct {
 }
 
 type report struct {
-	flags    byte
-	seq      uint64
-	observed uint64 // unix ms, the member's clock
+	flags  byte
+	seq    uint64
+	wake   uint64    // the member's wake count when this report was last confirmed
+	probed time.Time // when the member probed it, on this member's clock: receipt minus its age
 }
 
 type lostMember struct {
@@ -163,6 +192,7 @@ type lostMember struct {
 
 type decision struct {
 	st      health.Status
+	decided bool // st came from counted reports; before, the check is new
 	differs bool
 	used    time.Time
 }
@@ -202,11 +232,11 @@ func New(cfg Config) (*Fleet, error) {
 		cfg.MaxBackoff = DefaultMaxBackoff
 	}
 	f := &Fleet{
-		cfg: cfg, now: time.Now,
+		cfg: cfg, now: time.Now, wall: func() time.Time { return time.Now().Add(wallOffset) }, restart: map[uint64]struct{}{}, recent: map[uint64]uint64{},
 		own: map[uint64]*ownReport{}, peers: map[string]*peer{}, alive: map[string]memberlist.Node{},
 		lost: map[string]lostMember{}, last: map[string]*decision{}, dirty: map[string]struct{}{},
 		pushed: map[string]time.Time{}, logs: newRateLog(),
-		kick: make(chan struct{}, 1), jobs: make(chan job, 64),
+		kick: make(chan struct{}, 1), jobs: make(chan job, 64), directs: make(chan []byte, 64),
 	}
 	f.queue = &memberlist.TransmitLimitedQueue{NumNodes: f.numNodes, RetransmitMult: 3}
 	return f, nil
@@ -218,7 +248,8 @@ func (f *Fleet) Name() string { return f.cfg.Name }
 // Start binds the gossip address and starts the fleet's goroutines; joining runs in
 // the background, so a member whose join targets are down serves alone meanwhile.
 func (f *Fleet) Start() error {
-	f.epoch = uint64(f.now().UnixMilli())
+	f.start, f.ran = f.now(), f.now()
+	f.epoch = rand.Uint64() | 1         // not a time: a clock set back must not make a restart look older
 	mc := memberlist.DefaultWANConfig() // members may sit in different regions
 	if f.cfg.Profile == LAN {
 		mc = memberlist.DefaultLANConfig()
@@ -262,8 +293,9 @@ func (f *Fleet) Start() error {
 	f.ml.Store(ml)
 	ctx, cancel := context.WithCancel(context.Background())
 	f.cancel = cancel
-	f.wg.Add(2 + senders)
+	f.wg.Add(3 + senders)
 	go func() { defer f.wg.Done(); f.loop(ctx) }()
+	go func() { defer f.wg.Done(); f.directSender(ctx) }()
 	go func() { defer f.wg.Done(); f.joinLoop(ctx) }()
 	for range senders {
 		go func() { defer f.wg.Done(); f.sender(ctx) }()
@@ -310,405 +342,6 @@ func (f *Fleet) numNodes() int {
 	return 1
 }
 
-// Local records this member's status of fp after one of its probes and tells the
-// others when it changed.
-func (f *Fleet) Local(fp string, st health.Status) {
-	if !st.Seen {
-		return
-	}
-	now := f.now()
-	id := shortID(fp)
-	f.mu.Lock()
-	r := f.own[id]
-	if r == nil {
-		r = &ownReport{fp: fp}
-		f.own[id] = r
-	} else if !r.observed.IsZero() {
-		r.gap = now.Sub(r.observed)
-	}
-	r.observed = now
-	var b *bcast
-	if flags := flagsOf(st.Down); r.seq == 0 || r.flags != flags {
-		// A first result, a flip and a return from stale are announced at once, so
-		// they reach every member in the next gossip round. Past maxDeltas a beat
-		// (a cold start of thousands of checks), the digest in the beats makes the
-		// others pull the full report set instead.
-		b = f.setOwnLocked(id, r, flags, now, true)
-	}
-	f.mu.Unlock()
-	f.broadcast(b)
-}
-
-func flagsOf(down bool) byte {
-	if down {
-		return flagDown
-	}
-	return 0
-}
-
-// setOwnLocked changes an own report and returns the change message to broadcast
-// (nil unless announce, or past the per-beat budget).
-func (f *Fleet) setOwnLocked(id uint64, r *ownReport, flags byte, now time.Time, announce bool) *bcast {
-	if r.seq != 0 {
-		f.digest -= mix(id, r.flags)
-	}
-	f.seq++
-	r.seq, r.flags = f.seq, flags
-	f.digest += mix(id, flags)
-	if !announce || f.deltas >= maxDeltas {
-		return nil
-	}
-	f.deltas++
-	h := header{typ: msgDelta, name: f.cfg.Name, epoch: f.epoch, seq: f.seq, sentAt: ms(now)}
-	return &bcast{key: deltaKey(f.cfg.Name, id), msg: appendEntry(appendHeader(nil, h), entry{id: id, flags: flags, seq: r.seq})}
-}
-
-func ms(t time.Time) uint64 { return uint64(max(t.UnixMilli(), 0)) }
-
-// Status returns the quorum decision for fp (docs/routing.md#quorum): healthy when more than
-// Quorum percent of the fresh reports of reachable members, this one's included, are
-// healthy; with none, the last decision (or local, before any) is kept.
-func (f *Fleet) Status(fp string, local health.Status) health.Status {
-	now := f.now()
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	healthy, total := f.tallyLocked(shortID(fp), now, nil)
-	d := f.last[fp]
-	if d == nil {
-		d = &decision{st: local}
-		f.last[fp] = d
-	}
-	d.used = now
-	if total == 0 {
-		return d.st
-	}
-	down := !Healthy(healthy, total, f.cfg.Quorum)
-	if down != d.st.Down || !d.st.Seen {
-		since := now
-		if down == local.Down {
-			since = local.Since
-		}
-		if down != d.st.Down || d.st.Since.IsZero() {
-			d.st.Since = since
-		}
-		d.st.Down, d.st.Seen = down, true
-	}
-	differs := local.Seen && down != local.Down
-	if differs && !d.differs {
-		overrides.Inc()
-	}
-	d.differs = differs
-	return d.st
-}
-
-// Healthy is the quorum rule of docs/routing.md#quorum, strict: 100*healthy > quorum*total.
-func Healthy(healthy, total, quorum int) bool { return 100*healthy > quorum*total }
-
-// tallyLocked counts the fresh reports of id from reachable members; each is also
-// passed to each when it is not nil, counted or not.
-func (f *Fleet) tallyLocked(id uint64, now time.Time, each func(MemberReport)) (healthy, total int) {
-	bound := f.cfg.Suspicion
-	if r := f.own[id]; r != nil && r.gap > 0 {
-		// A member that died keeps its place in memberlist for a while; its last
-		// report of a check stops counting once it could have probed the check
-		// three more times and beaten twice since it was last heard from.
-		bound = min(bound, 3*r.gap+2*f.cfg.Beat)
-	}
-	if r := f.own[id]; r != nil {
-		counted := r.flags&flagStale == 0
-		if counted {
-			total++
-			if r.flags&flagDown == 0 {
-				healthy++
-			}
-		}
-		if each != nil {
-			each(MemberReport{Member: f.cfg.Name, Self: true, Reachable: true, Counted: counted,
-				Down: r.flags&flagDown != 0, Stale: !counted, Seq: r.seq, Observed: r.observed, Heard: r.observed})
-		}
-	}
-	for name, p := range f.peers {
-		r, ok := p.reports[id]
-		if !ok {
-			continue
-		}
-		_, reachable := f.alive[name]
-		fresh := reachable && !p.heard.IsZero() && now.Sub(p.heard) <= bound
-		counted := fresh && r.flags&flagStale == 0
-		if counted {
-			total++
-			if r.flags&flagDown == 0 {
-				healthy++
-			}
-		}
-		if each != nil {
-			each(MemberReport{Member: name, Reachable: reachable, Counted: counted, Down: r.flags&flagDown != 0,
-				Stale: !counted, Seq: r.seq, Observed: time.UnixMilli(int64(r.observed)), Heard: p.heard})
-		}
-	}
-	return healthy, total
-}
-
-// freshLocked reports whether p's reports may count: memberlist sees it, and it was
-// heard from within Suspicion. (A report of a check with a short interval stops
-// counting sooner, see tallyLocked.)
-func (f *Fleet) freshLocked(name string, p *peer, now time.Time) bool {
-	_, reachable := f.alive[name]
-	return reachable && !p.heard.IsZero() && now.Sub(p.heard) <= f.cfg.Suspicion
-}
-
-// MemberReport is one member's latest report of a check, as this instance holds it.
-type MemberReport struct {
-	Member    string
-	Self      bool      // this instance
-	Reachable bool      // memberlist sees the member alive (or suspect)
-	Counted   bool      // in the quorum: reachable, fresh and still probing the check
-	Down      bool      // the member's probes find the endpoint unhealthy
-	Stale     bool      // not counted: unreachable, silent too long, or stopped probing
-	Seq       uint64    // the member's sequence number of this report
-	Observed  time.Time // the member's last probe of the check known here (its clock)
-	Heard     time.Time // when this instance last heard from the member (its clock)
-}
-
-// View is the quorum arithmetic of one check on this instance, for the status page.
-type View struct {
-	Healthy int            // counted reports that are healthy
-	Total   int            // counted reports
-	Quorum  int            // percent
-	Down    bool           // the last decision published
-	Kept    bool           // nothing counted: the last status is kept
-	Reports []MemberReport // by member name
-}
-
-// View returns every member's report of fp and the quorum arithmetic.
-func (f *Fleet) View(fp string) View {
-	now := f.now()
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	v := View{Quorum: f.cfg.Quorum}
-	v.Healthy, v.Total = f.tallyLocked(shortID(fp), now, func(r MemberReport) { v.Reports = append(v.Reports, r) })
-	v.Kept = v.Total == 0
-	if d := f.last[fp]; d != nil {
-		v.Down = d.st.Down
-	}
-	slices.SortFunc(v.Reports, func(a, b MemberReport) int { return strings.Compare(a.Member, b.Member) })
-	return v
-}
-
-// handle decodes and applies one message from another member.
-func (f *Fleet) handle(b []byte, relay bool) {
-	r := reader{b: b}
-	h := r.header()
-	if r.err != nil || h.name == f.cfg.Name {
-		return
-	}
-	if h.typ == msgPull {
-		f.send(h.name, f.stateMsg)
-		return
-	}
-	now := f.now()
-	var out *bcast
-	changed, push := false, false
-	f.mu.Lock()
-	p := f.peers[h.name]
-	if p == nil || h.epoch > p.epoch { // new, or restarted: its old reports are void
-		if p != nil {
-			changed = len(p.reports) > 0
-			push = true // it restarted without memberlist noticing: it holds nothing of ours
-		}
-		p = &peer{epoch: h.epoch, reports: map[uint64]report{}}
-		f.peers[h.name] = p
-	}
-	if h.epoch < p.epoch {
-		f.mu.Unlock()
-		return
-	}
-	switch h.typ {
-	case msgDelta:
-		e := r.entry()
-		if r.err == nil && f.applyLocked(p, e, h.sentAt) {
-			reportsReceived.Inc()
-			if h.sentAt >= p.beat { // as recent as its last beat: it was running then
-				p.heard = now
-			}
-			if own := f.own[e.id]; own != nil {
-				f.dirty[own.fp] = struct{}{} // only this check's decision may move
-				defer f.poke()
-			}
-			if relay {
-				out = &bcast{key: deltaKey(h.name, e.id), msg: slices.Clone(b)}
-			}
-		}
-	case msgBeat:
-		digest := r.uint64()
-		if r.err != nil || h.sentAt <= p.beat {
-			break
-		}
-		settled := h.seq == p.beatSeq // nothing changed there since its last beat
-		p.beat, p.beatSeq, p.heard = h.sentAt, h.seq, now
-		p.seq = max(p.seq, h.seq)
-		if relay {
-			out = &bcast{key: h.name, msg: slices.Clone(b)}
-		}
-		// A beat can overtake the changes queued before it, and a member starting
-		// many checks changes with every beat: pull its full report set when its
-		// digest still differs from ours once it has settled (or after 8 beats).
-		if digest == p.digest {
-			p.mismatch = 0
-		} else if p.mismatch++; (settled && p.mismatch >= 2 || p.mismatch >= 8) && now.Sub(p.pulled) >= 2*f.cfg.Beat {
-			p.pulled, p.mismatch = now, 0
-			defer f.send(h.name, f.pullMsg)
-		}
-	case msgState:
-		es := r.entries()
-		if r.err != nil {
-			break
-		}
-		n := f.mergeLocked(p, h.seq, es, h.sentAt)
-		reportsReceived.Add(float64(n))
-		p.heard = now
-		changed = changed || n > 0
-	}
-	if fresh := f.freshLocked(h.name, p, now); fresh != p.fresh {
-		p.fresh, changed = fresh, true
-		if fresh && p.lapsed { // back from a partition memberlist did not see through
-			p.lapsed, push = false, true
-		}
-	}
-	if changed {
-		f.dirtyAll = true
-	}
-	if push {
-		push = f.pushLocked(h.name, now)
-	}
-	f.mu.Unlock()
-	f.broadcast(out)
-	if push {
-		f.send(h.name, f.stateMsg)
-	}
-	if changed {
-		f.poke()
-	}
-}
-
-// pushLocked reports whether this member's full report set should go to name now:
-// on a join, a rejoin, a restart or a heal, at most once a beat per member. Both
-// sides notice these events, so full sets cross both ways at once.
-func (f *Fleet) pushLocked(name string, now time.Time) bool {
-	if now.Sub(f.pushed[name]) < f.cfg.Beat {
-		return false
-	}
-	f.pushed[name] = now
-	return true
-}
-
-// applyLocked stores e when it is newer than what p holds and reports whether it was.
-func (f *Fleet) applyLocked(p *peer, e entry, sentAt uint64) bool {
-	observed := sentAt - min(e.age, sentAt)
-	old, ok := p.reports[e.id]
-	if ok && old.seq >= e.seq {
-		if old.seq == e.seq && observed > old.observed {
-			old.observed = observed
-			p.reports[e.id] = old
-		}
-		return false
-	}
-	if ok {
-		p.digest -= mix(e.id, old.flags)
-	}
-	p.reports[e.id] = report{flags: e.flags, seq: e.seq, observed: observed}
-	p.digest += mix(e.id, e.flags)
-	p.seq = max(p.seq, e.seq)
-	return true
-}
-
-// mergeLocked applies a member's full report set taken at sequence seq: newer
-// entries win, and reports it no longer has (as of seq) are dropped.
-func (f *Fleet) mergeLocked(p *peer, seq uint64, es []entry, sentAt uint64) int {
-	n := 0
-	in := make(map[uint64]struct{}, len(es))
-	for _, e := range es {
-		in[e.id] = struct{}{}
-		if f.applyLocked(p, e, sentAt) {
-			n++
-		}
-	}
-	for id, r := range p.reports {
-		if _, ok := in[id]; !ok && r.seq <= seq {
-			delete(p.reports, id)
-			p.digest -= mix(id, r.flags)
-			n++
-		}
-	}
-	p.seq = max(p.seq, seq)
-	return n
-}
-
-// stateMsg encodes this member's full report set.
-func (f *Fleet) stateMsg() []byte {
-	now := f.now()
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	h := header{typ: msgState, name: f.cfg.Name, epoch: f.epoch, seq: f.seq, sentAt: ms(now)}
-	b := appendHeader(make([]byte, 0, 32+len(f.own)*14), h)
-	b = appendUvarint(b, uint64(len(f.own)))
-	for id, r := range f.own {
-		b = appendEntry(b, entry{id: id, flags: r.flags, seq: r.seq, age: uint64(max(now.Sub(r.observed).Milliseconds(), 0))})
-	}
-	return b
-}
-
-func (f *Fleet) pullMsg() []byte {
-	return appendHeader(nil, header{typ: msgPull, name: f.cfg.Name})
-}
-
-func (f *Fleet) beatMsg(now time.Time) *bcast {
-	h := header{typ: msgBeat, name: f.cfg.Name, epoch: f.epoch, seq: f.seq, sentAt: ms(now)}
-	b := appendHeader(nil, h)
-	return &bcast{key: f.cfg.Name, msg: appendUint64(b, f.digest)}
-}
-
-// poke asks the loop to re-decide soon.
-func (f *Fleet) poke() {
-	select {
-	case f.kick <- struct{}{}:
-	default:
-	}
-}
-
-func (f *Fleet) broadcast(b *bcast) {
-	if b != nil && b.msg != nil {
-		f.queue.QueueBroadcast(b)
-	}
-}
-
-// send queues msg for member to over TCP; it is dropped when the queue is full.
-func (f *Fleet) send(to string, msg func() []byte) {
-	select {
-	case f.jobs <- job{to: to, msg: msg}:
-	default:
-	}
-}
-
-func (f *Fleet) sender(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case j := <-f.jobs:
-			f.mu.Lock()
-			n, ok := f.alive[j.to]
-			f.mu.Unlock()
-			if !ok {
-				continue
-			}
-			if err := f.ml.Load().SendReliable(&n, j.msg()); err != nil {
-				log.Debugf("fleet: send to %s: %v", j.to, err)
-			}
-		}
-	}
-}
-
 // loop beats, ages reports and calls OnChange when decisions may have changed.
 func (f *Fleet) loop(ctx context.Context) {
 	t := time.NewTicker(f.cfg.Beat)
@@ -732,6 +365,7 @@ func (f *Fleet) loop(ctx context.Context) {
 			default:
 			}
 		}
+		f.restartWindows()
 		f.mu.Lock()
 		all, dirty := f.dirtyAll, map[string]struct{}(nil)
 		if len(f.dirty) > 0 {
@@ -748,43 +382,17 @@ func (f *Fleet) loop(ctx context.Context) {
 	}
 }
 
-// tick sends a beat, marks own reports of checks no longer probed stale and notices
-// members falling silent, marking every decision dirty when any of that happened.
+// tick sends a beat after marking own reports whose probes grew too old (ageOwnLocked),
+// notices members falling silent and forgets what is long gone, marking every
+// decision dirty when any of that happened.
 func (f *Fleet) tick() {
-	changed := false
 	now := f.now()
-	forget := 10 * f.cfg.Stale
-	var outs []*bcast
 	f.mu.Lock()
-	f.deltas = 0
-	for id, r := range f.own {
-		age := now.Sub(r.observed)
-		switch {
-		case r.flags&flagStale == 0 && age > max(f.cfg.Stale, 3*r.gap):
-			outs = append(outs, f.setOwnLocked(id, r, r.flags|flagStale, now, true))
-			changed = true
-		case r.flags&flagStale != 0 && age > forget:
-			delete(f.own, id)
-			f.digest -= mix(id, r.flags)
-			f.seq++ // full report sets from now on tell the others it is gone
-		}
-	}
-	for name, p := range f.peers {
-		fresh := f.freshLocked(name, p, now)
-		if fresh != p.fresh {
-			p.fresh, changed = fresh, true
-			p.lapsed = !fresh
-		}
-		if fresh && now.Sub(p.heard) > 2*f.cfg.Beat {
-			// Missed beats: its reports of checks with short intervals may
-			// stop counting before the member as a whole does (tallyLocked).
-			changed = true
-		}
-		if _, ok := f.alive[name]; !ok && now.Sub(p.heard) > forget {
-			delete(f.peers, name)
-			delete(f.pushed, name)
-		}
-	}
+	f.stallLocked(now)
+	f.deltas, f.directed = 0, 0
+	outs, changed := f.ageOwnLocked(now)
+	changed = f.agePeersLocked(now) || changed
+	forget := 10 * f.cfg.Stale
 	for fp, d := range f.last {
 		if now.Sub(d.used) > forget {
 			delete(f.last, fp)
@@ -803,6 +411,31 @@ func (f *Fleet) tick() {
 	for _, b := range outs {
 		f.broadcast(b)
 	}
+}
+
+// agePeersLocked notices members falling silent and forgets those long gone; it
+// reports whether decisions may have moved.
+func (f *Fleet) agePeersLocked(now time.Time) bool {
+	changed := false
+	forget := 10 * f.cfg.Stale
+	for name, p := range f.peers {
+		fresh := f.freshLocked(name, p, now)
+		if fresh != p.fresh {
+			p.fresh, changed = fresh, true
+			p.lapsed = !fresh
+		}
+		if fresh && now.Sub(p.heard) > 2*f.cfg.Beat {
+			// Missed beats: its reports of checks with short intervals may
+			// stop counting before the member as a whole does (tallyLocked).
+			changed = true
+		}
+		if _, ok := f.alive[name]; !ok && now.Sub(p.heard) > forget {
+			delete(f.peers, name)
+			delete(f.pushed, name)
+			forgetMember(name)
+		}
+	}
+	return changed
 }
 
 // joinLoop joins the configured members and reconnects to failed ones, with
@@ -862,74 +495,4 @@ func (f *Fleet) missing() []string {
 		add(l.addr)
 	}
 	return out
-}
-
-// bcast is a queued broadcast; a newer one with the same key replaces it.
-type bcast struct {
-	key string
-	msg []byte
-}
-
-func (b *bcast) Invalidates(o memberlist.Broadcast) bool {
-	ob, ok := o.(*bcast)
-	return ok && ob.key == b.key
-}
-func (b *bcast) Name() string    { return b.key }
-func (b *bcast) Message() []byte { return b.msg }
-func (b *bcast) Finished()       {}
-
-func deltaKey(member string, id uint64) string { return fmt.Sprintf("%s/%x", member, id) }
-
-// delegate is the Fleet as memberlist's Delegate.
-type delegate Fleet
-
-func (d *delegate) NodeMeta(int) []byte { return nil }
-func (d *delegate) NotifyMsg(b []byte)  { (*Fleet)(d).handle(b, true) }
-func (d *delegate) GetBroadcasts(overhead, limit int) [][]byte {
-	return d.queue.GetBroadcasts(overhead, limit)
-}
-func (d *delegate) LocalState(bool) []byte { return (*Fleet)(d).stateMsg() }
-func (d *delegate) MergeRemoteState(b []byte, _ bool) {
-	(*Fleet)(d).handle(b, false)
-}
-
-// events is the Fleet as memberlist's EventDelegate. memberlist calls it holding
-// its own lock, so the Fleet never calls memberlist while holding f.mu.
-type events Fleet
-
-func (e *events) NotifyJoin(n *memberlist.Node)   { e.up(n) }
-func (e *events) NotifyUpdate(n *memberlist.Node) { e.up(n) }
-
-// up notes n alive; a member that was not (a join, or a rejoin after memberlist
-// declared it dead) gets this member's full report set at once, and sends its own
-// as it sees this member join in turn.
-func (e *events) up(n *memberlist.Node) {
-	f := (*Fleet)(e)
-	f.mu.Lock()
-	c := *n // memberlist holds its lock while it calls us, so this read is safe
-	c.Addr, c.Meta = slices.Clone(n.Addr), nil
-	_, was := f.alive[n.Name]
-	f.alive[n.Name] = c
-	delete(f.lost, n.Name)
-	membersAlive.Set(float64(len(f.alive)))
-	f.dirtyAll = true
-	push := !was && n.Name != f.cfg.Name && f.pushLocked(n.Name, f.now())
-	f.mu.Unlock()
-	if push {
-		f.send(n.Name, f.stateMsg)
-	}
-	f.poke()
-}
-
-func (e *events) NotifyLeave(n *memberlist.Node) {
-	f := (*Fleet)(e)
-	f.mu.Lock()
-	delete(f.alive, n.Name)
-	if n.State == memberlist.StateDead {
-		f.lost[n.Name] = lostMember{addr: n.Address(), since: f.now()}
-	}
-	membersAlive.Set(float64(len(f.alive)))
-	f.dirtyAll = true
-	f.mu.Unlock()
-	f.poke()
 }

@@ -28,9 +28,10 @@ var testKey = []byte("0123456789abcdef0123456789abcdef")
 // split them into two groups that cannot reach each other, and can drop datagrams.
 type netsim struct {
 	mu    sync.Mutex
-	group map[string]int // address -> group, while split
-	loss  float64        // share of datagrams dropped
-	delay time.Duration  // added to every datagram, as between regions
+	group map[string]int  // address -> group, while split
+	cut   map[string]bool // addresses cut off from every other (a frozen process)
+	loss  float64         // share of datagrams dropped
+	delay time.Duration   // added to every datagram, as between regions
 	bytes atomic.Int64
 }
 
@@ -77,9 +78,22 @@ func (n *netsim) heal() {
 	n.mu.Unlock()
 }
 
+// isolate cuts m off from every other member (on) or connects it again (off).
+func (n *netsim) isolate(m *Fleet, on bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cut == nil {
+		n.cut = map[string]bool{}
+	}
+	n.cut[m.Addr()] = on
+}
+
 func (n *netsim) blocked(from, to string) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if n.cut[from] || n.cut[to] {
+		return true
+	}
 	if n.group == nil {
 		return false
 	}
@@ -180,6 +194,9 @@ type member struct {
 	tune            func(*memberlist.Config) // nil: the WAN profile's timers
 	onChecks        func([]string)
 	onChange        func()
+	onStale         func([]string)
+	clock           func() time.Time // nil: time.Now (a test that freezes a member's time sets it)
+	wall            func() time.Time // nil: time.Now (a test that sets a member's clock off sets it)
 }
 
 // start starts a member on loopback; it is stopped at cleanup.
@@ -204,7 +221,13 @@ func start(t *testing.T, n *netsim, m member) *Fleet {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.OnChecks, f.OnChange = m.onChecks, m.onChange
+	f.OnChecks, f.OnChange, f.OnStale = m.onChecks, m.onChange, m.onStale
+	if m.clock != nil {
+		f.now = m.clock
+	}
+	if m.wall != nil {
+		f.wall = m.wall
+	}
 	if err := f.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +275,18 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	}
 }
 
-func status(down bool) health.Status { return health.Status{Seen: true, Down: down} }
+// status is a probe's result as the scheduler tells it once the check's threshold
+// window has completed (a verdict).
+func status(down bool) health.Status { return health.Status{Seen: true, Down: down, Verdict: true} }
+
+// ms is a send time for hand-made messages: any increasing number will do.
+func ms(t time.Time) uint64 { return uint64(t.UnixMilli()) }
+
+// beatOf is a heartbeat with header h and digest.
+func beatOf(h header, digest uint64) []byte {
+	b := appendUint64(appendUint64(appendHeader(nil, h), digest), uint64(time.Now().UnixMilli()))
+	return appendUvarint(b, 0) // no changes carried
+}
 
 // views probes fp on every member, as its scheduler would (the probe result is
 // local[i]), and reports whether each decides wantDown from total reports.
@@ -422,7 +456,7 @@ func feed(f *Fleet, name string, epoch, seq uint64, e entry) {
 	h := header{typ: msgDelta, name: name, epoch: epoch, seq: seq, sentAt: now}
 	f.handle(appendEntry(appendHeader(nil, h), e), false)
 	h.typ = msgBeat
-	f.handle(appendUint64(appendHeader(nil, h), 0), false)
+	f.handle(beatOf(h, 0), false)
 }
 
 func TestStaleAndRestartedReports(t *testing.T) {

@@ -39,6 +39,18 @@ var (
 		Name:      "fleet_connections_refused_total",
 		Help:      "Counter of inbound gossip connections closed unread because a limit was reached, by limit: total or peer (one address).",
 	}, []string{"limit"})
+	staleReports = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "healthroute",
+		Name:      "fleet_stale_reports_total",
+		Help:      "Counter of reports discarded as stale, by member: their probe grew older than their freshness bound, or they came from before the member stalled.",
+	}, []string{"member"})
+	clockOffset = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "healthroute",
+		Name:      "fleet_clock_offset_seconds",
+		Help:      "Gauge of how far each member's wall clock is ahead of this instance's (negative: behind), from its heartbeats; the quorum does not depend on it.",
+	}, []string{"member"})
 )
 
 func init() {
@@ -51,5 +63,5 @@ func init() {
 // Collectors returns the fleet's metric families, for the plugin to register once a
 // fleet is configured.
 func Collectors() []prometheus.Collector {
-	return []prometheus.Collector{membersAlive, reportsReceived, overrides, gossipErrors, connectionsRefused}
+	return []prometheus.Collector{membersAlive, reportsReceived, overrides, gossipErrors, connectionsRefused, staleReports, clockOffset, datagramsDropped}
 }

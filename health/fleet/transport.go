@@ -15,12 +15,11 @@ import (
 	sockaddr "github.com/hashicorp/go-sockaddr"
 	"github.com/hashicorp/memberlist"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/coredns/coredns/plugin"
 )
 
-var datagramsDropped = promauto.NewCounterVec(prometheus.CounterOpts{
+var datagramsDropped = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Namespace: plugin.Namespace,
 	Subsystem: "healthroute",
 	Name:      "fleet_gossip_datagrams_dropped_total",

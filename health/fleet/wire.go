@@ -7,9 +7,12 @@ import (
 )
 
 // Message types. Every message starts with its type, then the originating member's
-// name, epoch (start time, unix ms: a restart makes a new epoch) and sequence.
+// name, epoch (a random number drawn at start: a restart makes a new epoch),
+// sequence, send time and wake count.
+// The types start at 5: 1-4 were those of the previous format (no wake count, wall
+// clock send times), which this one ignores rather than misreads.
 const (
-	msgState byte = iota + 1 // a member's full report set: push-pull and pull replies
+	msgState byte = iota + 5 // a member's full report set: push-pull and pull replies
 	msgDelta                 // one changed report, relayed epidemically
 	msgBeat                  // a member is running: freshness and a digest of its reports
 	msgPull                  // "send me your full state" (header only, names the asker)
@@ -17,8 +20,9 @@ const (
 
 // Report flags.
 const (
-	flagDown  = 1 << iota // the member's probes find the endpoint unhealthy
-	flagStale             // the member stopped probing this check
+	flagDown    = 1 << iota // the member's probes find the endpoint unhealthy
+	flagStale               // the member stopped probing this check
+	flagPending             // no verdict yet: the member's threshold window has not completed
 )
 
 var errShort = errors.New("fleet: truncated message")
@@ -27,13 +31,15 @@ var errShort = errors.New("fleet: truncated message")
 type header struct {
 	typ    byte
 	name   string
-	epoch  uint64 // unix ms at start
+	epoch  uint64 // drawn at random at start
 	seq    uint64 // sender's sequence when sent
-	sentAt uint64 // unix ms, sender's clock
+	sentAt uint64 // ms since the sender started, on its monotonic clock
+	wake   uint64 // how many times the sender resumed from a stall (see stall)
 }
 
 // entry is one report on the wire: 8-byte check id, flags, the sequence at which it
-// last changed and how long before sentAt the member last probed it (ms).
+// last changed and how long before sentAt the member last probed it (ms), which the
+// receiver subtracts from its own receive time.
 type entry struct {
 	id    uint64
 	flags byte
@@ -51,7 +57,7 @@ func shortID(fp string) uint64 {
 
 // mix scrambles a report for the order-independent digest of a member's reports.
 func mix(id uint64, flags byte) uint64 {
-	x := id + uint64(flags&(flagDown|flagStale)+1)*0x9e3779b97f4a7c15
+	x := id + uint64(flags&(flagDown|flagStale|flagPending)+1)*0x9e3779b97f4a7c15
 	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
 	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
 	return x ^ (x >> 31)
@@ -62,7 +68,8 @@ func appendHeader(b []byte, h header) []byte {
 	b = append(b, h.name...)
 	b = binary.AppendUvarint(b, h.epoch)
 	b = binary.AppendUvarint(b, h.seq)
-	return binary.AppendUvarint(b, h.sentAt)
+	b = binary.AppendUvarint(b, h.sentAt)
+	return binary.AppendUvarint(b, h.wake)
 }
 
 func appendEntry(b []byte, e entry) []byte {
@@ -120,7 +127,7 @@ func (r *reader) header() header {
 	}
 	h.name = string(r.b[:n])
 	r.b = r.b[n:]
-	h.epoch, h.seq, h.sentAt = r.uvarint(), r.uvarint(), r.uvarint()
+	h.epoch, h.seq, h.sentAt, h.wake = r.uvarint(), r.uvarint(), r.uvarint(), r.uvarint()
 	return h
 }
 

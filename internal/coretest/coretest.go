@@ -52,7 +52,9 @@ func Binary(t testing.TB) string {
 			return
 		}
 		binPath = filepath.Join(dir, "coredns")
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/coredns")
+		// healthroute_testclock: HEALTHROUTE_TEST_CLOCK_OFFSET sets a fleet member's
+		// wall clock off (Options.Env), for the tests of members whose clocks differ.
+		cmd := exec.Command("go", "build", "-tags", "healthroute_testclock", "-o", binPath, "./cmd/coredns")
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("go build ./cmd/coredns: %v\n%s", err, out)
@@ -128,6 +130,8 @@ type Options struct {
 	// and hard, so Go cannot raise it), set by a shell's ulimit that then execs the
 	// binary in its place (same PID).
 	NoFile int
+	// Env is added to the process's environment (KEY=VALUE).
+	Env []string
 }
 
 // StartWith is Start with options.
@@ -145,6 +149,9 @@ func StartWith(t testing.TB, corefile string, port int, probe string, opt Option
 		s.Cmd = exec.Command("/bin/sh", "-c", fmt.Sprintf(`ulimit -n %d && exec "$0" "$@"`, opt.NoFile), bin, "-conf", path)
 	}
 	s.Cmd.Dir = dir
+	if len(opt.Env) > 0 {
+		s.Cmd.Env = append(os.Environ(), opt.Env...)
+	}
 	s.Cmd.Stdout, s.Cmd.Stderr = lockedWriter{s}, lockedWriter{s}
 	if err := s.Cmd.Start(); err != nil {
 		t.Fatal(err)
