@@ -246,6 +246,22 @@ const maxTreeDepth = 32
 // buildStatus builds the status page of checks and record groups, as of now.
 func buildStatus(checks []view.Check, recs []view.Record, now time.Time) *statusModel {
 	m := &statusModel{now: now.UTC()}
+	byName := m.addChecks(checks)
+	t := newTreeBuilder(m, recs, byName)
+	for _, k := range t.roots() {
+		m.trees = append(m.trees, t.build(t.groups[k], 0))
+	}
+	for _, k := range t.order { // groups reached from no root (not expected): drawn on their own
+		if !t.drawn[k] {
+			m.trees = append(m.trees, t.build(t.groups[k], 0))
+		}
+	}
+	return m
+}
+
+// addChecks adds a row for each check, unhealthy first, and counts them; it returns
+// the rows by check name.
+func (m *statusModel) addChecks(checks []view.Check) map[string]*checkRow {
 	for _, c := range checks {
 		row := checkRow{Check: c, Badge: healthBadge(c.Healthy), search: strings.ToLower(c.Name + "\n" + c.Target)}
 		if c.Override != nil {
@@ -287,116 +303,128 @@ func buildStatus(checks []view.Check, recs []view.Record, now time.Time) *status
 	for i := range m.checks {
 		byName[m.checks[i].Name] = &m.checks[i]
 	}
+	return byName
+}
 
-	key := func(name, typ string) string { return name + " " + typ }
-	groups := map[string]*view.Record{}
-	targeted := map[string]bool{}
-	var order []string
+// treeBuilder draws the record groups as trees from their roots (groups no alias
+// points to), alias members nesting the group they point to.
+type treeBuilder struct {
+	m        *statusModel
+	byName   map[string]*checkRow
+	groups   map[string]*view.Record // by treeKey; the first block defining a name wins
+	order    []string                // keys in configuration order
+	targeted map[string]bool         // keys some alias points to
+	ranks    map[string]int
+	drawn    map[string]bool
+	search   strings.Builder // the text of the tree being built, for ?q=
+}
+
+func treeKey(name, typ string) string { return name + " " + typ }
+
+func newTreeBuilder(m *statusModel, recs []view.Record, byName map[string]*checkRow) *treeBuilder {
+	t := &treeBuilder{m: m, byName: byName, groups: map[string]*view.Record{}, targeted: map[string]bool{},
+		ranks: map[string]int{}, drawn: map[string]bool{}}
 	for i := range recs {
-		k := key(recs[i].Name, recs[i].Type)
-		if _, dup := groups[k]; dup {
+		k := treeKey(recs[i].Name, recs[i].Type)
+		if _, dup := t.groups[k]; dup {
 			continue // the first block defining a name wins, as in the checks view
 		}
-		groups[k] = &recs[i]
-		order = append(order, k)
+		t.groups[k] = &recs[i]
+		t.order = append(t.order, k)
 		for _, mb := range recs[i].Members {
 			if mb.Alias != "" {
-				targeted[key(mb.Alias, recs[i].Type)] = true
+				t.targeted[treeKey(mb.Alias, recs[i].Type)] = true
 			}
 		}
 	}
-	// Roots are drawn problems first, so a group two trees share is drawn in full in
-	// the one shown first. A group's rank is the worst of its own and its targets'.
-	ranks := map[string]int{}
-	var rank func(v *view.Record, depth int) int
-	rank = func(v *view.Record, depth int) int {
-		k := key(v.Name, v.Type)
-		if r, ok := ranks[k]; ok {
-			return r
-		}
-		r := 2
-		switch {
-		case v.LastResort:
-			r = 0
-		case v.Healthy != nil && !*v.Healthy:
-			r = 1
-		}
-		ranks[k] = r // before the members: a cycle (refused by setup) ends here
-		for _, mv := range v.Members {
-			if !mv.Healthy {
-				r = min(r, 1)
-			}
-			if t, ok := groups[key(mv.Alias, v.Type)]; ok && mv.Alias != "" && depth < maxTreeDepth {
-				r = min(r, rank(t, depth+1))
-			}
-		}
-		ranks[k] = r
-		return r
-	}
+	return t
+}
+
+// roots returns the keys of the groups no alias points to, problems first, so a group
+// two trees share is drawn in full in the one shown first.
+func (t *treeBuilder) roots() []string {
 	var roots []string
-	for _, k := range order {
-		if !targeted[k] {
+	for _, k := range t.order {
+		if !t.targeted[k] {
 			roots = append(roots, k)
 		}
 	}
-	slices.SortStableFunc(roots, func(a, b string) int { return rank(groups[a], 0) - rank(groups[b], 0) })
+	slices.SortStableFunc(roots, func(a, b string) int { return t.rank(t.groups[a], 0) - t.rank(t.groups[b], 0) })
+	return roots
+}
 
-	drawn := map[string]bool{}
-	var search strings.Builder // the text of the tree being built, for ?q=
-	var build func(v *view.Record, depth int) *pageNode
-	build = func(v *view.Record, depth int) *pageNode {
-		k := key(v.Name, v.Type)
-		n := &pageNode{Record: *v, Nested: depth > 0}
-		if depth == 0 {
-			search.Reset()
-		}
-		search.WriteString(strings.ToLower(v.Name))
-		search.WriteByte('\n')
-		anchor := "record-" + v.Name + "-" + v.Type
-		if drawn[k] {
-			n.Ref = anchor // a group several aliases share is drawn in full once
-		} else {
-			drawn[k] = true
-			n.Anchor = anchor
-			if v.LastResort {
-				m.resorts = append(m.resorts, n)
-			}
-		}
-		switch {
-		case v.LastResort:
-			n.Badge = badgeLast
-		case v.Healthy == nil:
-			n.Badge = badgeDyn
-		case *v.Healthy:
-			n.Badge = badgeOK
-		default:
-			n.Badge = badgeNone
-		}
-		for _, mv := range v.Members {
-			if n.Ref != "" {
-				break
-			}
-			pm := pageMember{Member: mv, Badge: healthBadge(mv.Healthy), Check: byName[mv.Check]}
-			search.WriteString(strings.ToLower(mv.Target + "\n" + mv.Check + "\n"))
-			if t, ok := groups[key(mv.Alias, v.Type)]; ok && mv.Alias != "" && depth < maxTreeDepth {
-				pm.Child = build(t, depth+1)
-			}
-			n.Members = append(n.Members, pm)
-		}
-		if depth == 0 {
-			n.search = search.String()
-		}
-		return n
+// rank is a group's rank, the worst of its own and its targets': 0 failing open, 1
+// unhealthy or with an unhealthy member, 2 healthy.
+func (t *treeBuilder) rank(v *view.Record, depth int) int {
+	k := treeKey(v.Name, v.Type)
+	if r, ok := t.ranks[k]; ok {
+		return r
 	}
-	for _, k := range roots {
-		m.trees = append(m.trees, build(groups[k], 0))
+	r := 2
+	switch {
+	case v.LastResort:
+		r = 0
+	case v.Healthy != nil && !*v.Healthy:
+		r = 1
 	}
-	for _, k := range order { // groups reached from no root (not expected): drawn on their own
-		if !drawn[k] {
-			m.trees = append(m.trees, build(groups[k], 0))
+	t.ranks[k] = r // before the members: a cycle (refused by setup) ends here
+	for _, mv := range v.Members {
+		if !mv.Healthy {
+			r = min(r, 1)
+		}
+		if c, ok := t.groups[treeKey(mv.Alias, v.Type)]; ok && mv.Alias != "" && depth < maxTreeDepth {
+			r = min(r, t.rank(c, depth+1))
 		}
 	}
-	return m
+	t.ranks[k] = r
+	return r
+}
+
+// build draws v and, below its alias members, the groups they point to; a group
+// already drawn is referred to by its anchor.
+func (t *treeBuilder) build(v *view.Record, depth int) *pageNode {
+	k := treeKey(v.Name, v.Type)
+	n := &pageNode{Record: *v, Nested: depth > 0}
+	if depth == 0 {
+		t.search.Reset()
+	}
+	t.search.WriteString(strings.ToLower(v.Name))
+	t.search.WriteByte('\n')
+	anchor := "record-" + v.Name + "-" + v.Type
+	if t.drawn[k] {
+		n.Ref = anchor // a group several aliases share is drawn in full once
+	} else {
+		t.drawn[k] = true
+		n.Anchor = anchor
+		if v.LastResort {
+			t.m.resorts = append(t.m.resorts, n)
+		}
+	}
+	switch {
+	case v.LastResort:
+		n.Badge = badgeLast
+	case v.Healthy == nil:
+		n.Badge = badgeDyn
+	case *v.Healthy:
+		n.Badge = badgeOK
+	default:
+		n.Badge = badgeNone
+	}
+	for _, mv := range v.Members {
+		if n.Ref != "" {
+			break
+		}
+		pm := pageMember{Member: mv, Badge: healthBadge(mv.Healthy), Check: t.byName[mv.Check]}
+		t.search.WriteString(strings.ToLower(mv.Target + "\n" + mv.Check + "\n"))
+		if c, ok := t.groups[treeKey(mv.Alias, v.Type)]; ok && mv.Alias != "" && depth < maxTreeDepth {
+			pm.Child = t.build(c, depth+1)
+		}
+		n.Members = append(n.Members, pm)
+	}
+	if depth == 0 {
+		n.search = t.search.String()
+	}
+	return n
 }
 
 // ago says how long before now t was, coarsely: "12s ago", "3m ago", "5h ago", "2d ago".
