@@ -74,9 +74,9 @@ func budget(spec *Spec) time.Duration {
 	switch spec.Type {
 	case HTTP, HTTPS:
 		if spec.Match != "" {
-			return HTTPConnect + HTTPResponse + HTTPBody
+			return httpConnect + HTTPResponse + HTTPBody
 		}
-		return HTTPConnect + HTTPResponse
+		return httpConnect + HTTPResponse
 	case TCP:
 		return TCPConnect
 	}
@@ -91,10 +91,10 @@ func budget(spec *Spec) time.Duration {
 // or memory, or of source ports. None says anything of the endpoint.
 var localErrnos = [...]syscall.Errno{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM, syscall.EADDRNOTAVAIL}
 
-// IsLocal reports whether err is a probe failure of this process's own making (see
+// isLocal reports whether err is a probe failure of this process's own making (see
 // localErrnos) rather than the endpoint's. The scheduler gives such a probe no
 // result: the check keeps its state.
-func IsLocal(err error) bool {
+func isLocal(err error) bool {
 	if err == nil {
 		return false
 	}
@@ -163,7 +163,7 @@ func (tr *trace) dial(ctx context.Context, network, addr string) (net.Conn, erro
 	if err == nil {
 		tr.noteConnect(time.Since(start))
 	}
-	if err != nil && tr != nil && (out || IsLocal(err)) {
+	if err != nil && tr != nil && (out || isLocal(err)) {
 		tr.local.Store(true)
 	}
 	return c, err
@@ -191,11 +191,11 @@ func outOfFDs(err error) bool {
 	return false
 }
 
-// ReserveFDs is how many file descriptors the process keeps open on the null
+// reserveFDs is how many file descriptors the process keeps open on the null
 // device for probes: a probe that finds none free closes one and takes its place,
 // so a flood of connections that exhausts the process's descriptors does not stop
 // probing outright. The scheduler refills the reserve after each probe.
-const ReserveFDs = 8
+const reserveFDs = 8
 
 var fdReserve reserve
 
@@ -224,7 +224,7 @@ func (r *reserve) take() bool {
 func (r *reserve) fill() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for len(r.files) < ReserveFDs {
+	for len(r.files) < reserveFDs {
 		f, err := os.Open(os.DevNull)
 		if err != nil {
 			return

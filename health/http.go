@@ -52,7 +52,7 @@ func newHTTPChecker(spec *Spec, agent string) (Checker, error) {
 		return nil, fmt.Errorf("target %q has no host", spec.Target)
 	}
 	c := &httpChecker{status: spec.Status, match: []byte(spec.Match),
-		connect: HTTPConnect, response: HTTPResponse, body: HTTPBody}
+		connect: httpConnect, response: HTTPResponse, body: HTTPBody}
 	if spec.Timeout > 0 {
 		c.connect, c.response, c.body = spec.Timeout, spec.Timeout, spec.Timeout
 	}
@@ -176,7 +176,7 @@ func (c *httpChecker) judge(r io.Reader, toBody func() error) error {
 	if err != nil {
 		return fmt.Errorf("reading body: %w", err)
 	}
-	return fmt.Errorf("%q not found in the first %d bytes of the body", c.match, MatchWindow)
+	return fmt.Errorf("%q not found in the first %d bytes of the body", c.match, matchWindow)
 }
 
 // setDeadline gives conn the deadline d from now, or ctx's deadline when that is
@@ -199,14 +199,14 @@ func search(resp *http.Response, match []byte) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	buf := make([]byte, 0, MatchWindow)
+	buf := make([]byte, 0, matchWindow)
 	// Each round reads at least one byte or ends; the count guards a reader that
 	// keeps returning nothing.
-	for range MatchWindow + 16 {
-		if len(buf) == MatchWindow {
+	for range matchWindow + 16 {
+		if len(buf) == matchWindow {
 			return false, nil
 		}
-		n, err := r.Read(buf[len(buf):MatchWindow])
+		n, err := r.Read(buf[len(buf):matchWindow])
 		from := max(0, len(buf)-len(match)+1)
 		buf = buf[:len(buf)+n]
 		if n > 0 && bytes.Contains(buf[from:], match) {

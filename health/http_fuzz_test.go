@@ -28,7 +28,7 @@ func (c *countingReader) Read(p []byte) (int, error) {
 // the first MatchWindow bytes of the decoded body. Seeds: testdata/fuzz.
 func FuzzHTTPResponse(f *testing.F) {
 	f.Add([]byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nOK"), "OK")
-	body := bodyWithMatch(MatchWindow, MatchWindow-2)
+	body := bodyWithMatch(matchWindow, matchWindow-2)
 	for _, enc := range []string{"gzip", "deflate", "rawdeflate"} {
 		z := compress(f, enc, body)
 		hdr := "gzip"
@@ -67,6 +67,6 @@ func plainJudge(data, match []byte) bool {
 	if err != nil {
 		return false
 	}
-	window, _ := io.ReadAll(io.LimitReader(r, MatchWindow))
+	window, _ := io.ReadAll(io.LimitReader(r, matchWindow))
 	return bytes.Contains(window, match)
 }

@@ -106,14 +106,14 @@ func TestProbeOutOfDescriptorsUsesReserve(t *testing.T) {
 	fdReserve.fill()
 	restore := fillFDs(t)
 	defer restore()
-	for i := range 2 * ReserveFDs {
+	for i := range 2 * reserveFDs {
 		if _, _, err := s.probe(t.Context(), c, sp); err != nil {
 			t.Fatalf("probe %d out of descriptors: %v; want it run on the reserve", i, err)
 		}
 		fdReserve.fill() // as the scheduler does after each probe
 	}
-	if n := fdReserve.size(); n != ReserveFDs {
-		t.Errorf("reserve holds %d after the probes; want it refilled to %d", n, ReserveFDs)
+	if n := fdReserve.size(); n != reserveFDs {
+		t.Errorf("reserve holds %d after the probes; want it refilled to %d", n, reserveFDs)
 	}
 	// Out of the reserve too: its descriptors stay open, but no longer for probes.
 	fdReserve.mu.Lock()
@@ -126,7 +126,7 @@ func TestProbeOutOfDescriptorsUsesReserve(t *testing.T) {
 	}
 	restore()
 	fdReserve.fill()
-	if !IsLocal(err) {
+	if !isLocal(err) {
 		t.Fatalf("probe out of descriptors and reserve: %v; want a local error", err)
 	}
 }
@@ -177,7 +177,7 @@ func TestProbeOutOfDescriptorsIsLocal(t *testing.T) {
 			restore := exhaustFDs(t)
 			_, _, err = s.probe(t.Context(), c, sp)
 			restore()
-			if !IsLocal(err) {
+			if !isLocal(err) {
 				t.Fatalf("probe out of descriptors: %v; want a local error", err)
 			}
 			if _, _, err := s.probe(t.Context(), c, sp); err != nil {
@@ -207,7 +207,7 @@ func TestProbeLookupOutOfDescriptorsIsLocal(t *testing.T) {
 	_, _, err = s.probe(t.Context(), c, sp)
 	restore()
 	var dnsErr *net.DNSError
-	if !errors.As(err, &dnsErr) || !IsLocal(err) {
+	if !errors.As(err, &dnsErr) || !isLocal(err) {
 		t.Fatalf("probe of a name out of descriptors: %v; want a lookup failure marked local", err)
 	}
 }
@@ -342,7 +342,7 @@ func TestIsLocal(t *testing.T) {
 		{context.DeadlineExceeded, false},
 	}
 	for _, tc := range tests {
-		if got := IsLocal(tc.err); got != tc.want {
+		if got := isLocal(tc.err); got != tc.want {
 			t.Errorf("IsLocal(%v) = %v; want %v", tc.err, got, tc.want)
 		}
 	}
@@ -356,8 +356,8 @@ func TestStopClosesReserve(t *testing.T) {
 	}}
 	s.Acquire([]*Spec{testSpec("a", time.Second, 1, 1)})
 	s.Start(t.Context())
-	if n := fdReserve.size(); n != ReserveFDs {
-		t.Fatalf("reserve holds %d after Start; want %d", n, ReserveFDs)
+	if n := fdReserve.size(); n != reserveFDs {
+		t.Fatalf("reserve holds %d after Start; want %d", n, reserveFDs)
 	}
 	s.Stop()
 	if n := fdReserve.size(); n != 0 {

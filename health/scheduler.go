@@ -20,9 +20,9 @@ var log = clog.NewWithPlugin("healthroute")
 // larger configuration gets more (see Scheduler.MaxInFlight).
 const MinMaxInFlight = 256
 
-// LateAfter is how long after its due time a probe must start for the scheduler to
+// lateAfter is how long after its due time a probe must start for the scheduler to
 // count it as late and log it.
-const LateAfter = time.Second
+const lateAfter = time.Second
 
 // logEvery spaces the scheduler's repeated warnings (late probes, local errors);
 // the lines say "a minute".
@@ -400,7 +400,7 @@ func (s *Scheduler) run(ctx context.Context, e *entry) {
 		// The next probe is due one interval after this one ended, however long
 		// recording it takes (a publication can wait for others).
 		t.Reset(interval)
-		if err != nil && IsLocal(err) {
+		if err != nil && isLocal(err) {
 			s.skipped(e, err)
 		} else {
 			s.record(e, err, took, ph)
@@ -408,17 +408,17 @@ func (s *Scheduler) run(ctx context.Context, e *entry) {
 	}
 }
 
-// CostWeight orders the checks waiting for a probe slot: by due time plus
-// CostWeight times how long the check's previous probe held its slot. A check
+// costWeight orders the checks waiting for a probe slot: by due time plus
+// costWeight times how long the check's previous probe held its slot. A check
 // whose target answers at once is not kept waiting behind hung ones; a check whose
-// probes hang waits at most CostWeight times their duration longer than in due
+// probes hang waits at most costWeight times their duration longer than in due
 // order, and only while quicker checks fill every slot.
-const CostWeight = 100
+const costWeight = 100
 
 // waitKey is the place in line of a check due at due whose previous probe took
 // took (its budget before its first).
 func waitKey(due time.Time, took time.Duration) time.Time {
-	return due.Add(CostWeight * took)
+	return due.Add(costWeight * took)
 }
 
 // effectiveInterval is spec's interval, defaulted and held to MinInterval (parse
@@ -441,7 +441,7 @@ func (s *Scheduler) started(e *entry, lag time.Duration) {
 	if s.Observer != nil {
 		s.Observer.Started(e.spec, lag)
 	}
-	if lag < LateAfter {
+	if lag < lateAfter {
 		return
 	}
 	if ok, held := s.limitedLogs().Allow("late", time.Now()); ok {

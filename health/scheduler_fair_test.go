@@ -30,7 +30,7 @@ func (o *recObserver) Started(_ *Spec, lag time.Duration) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.maxLag = max(o.maxLag, lag)
-	if lag >= LateAfter {
+	if lag >= lateAfter {
 		o.late++
 	}
 }
@@ -108,8 +108,8 @@ func TestSchedulerHungTargetsDoNotStarveOthers(t *testing.T) {
 		if w := s.LongestWait(); w != 0 {
 			t.Errorf("a check has waited %s for a slot; want none waiting", w)
 		}
-		if obs.maxLag >= LateAfter || obs.late > 0 {
-			t.Errorf("probes started up to %s late (%d late); want none delayed by %s", obs.maxLag, obs.late, LateAfter)
+		if obs.maxLag >= lateAfter || obs.late > 0 {
+			t.Errorf("probes started up to %s late (%d late); want none delayed by %s", obs.maxLag, obs.late, lateAfter)
 		}
 		t.Logf("1000 hung + 10 failing, max_probes %d: failing checks down by %s (bound %s); max lag %s",
 			s.MaxInFlightNow(), slowest, bound, obs.maxLag)

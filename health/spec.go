@@ -67,11 +67,11 @@ const (
 	DefaultInterval  = 30 * time.Second
 	DefaultFails     = 3
 	MinInterval      = 100 * time.Millisecond
-	HTTPConnect      = 4 * time.Second  // to establish the TCP connection
+	httpConnect      = 4 * time.Second  // to establish the TCP connection
 	HTTPResponse     = 2 * time.Second  // from connected to the status line (TLS included)
 	HTTPBody         = 2 * time.Second  // then to the body, when matching a string
 	TCPConnect       = 10 * time.Second // a tcp check's whole budget
-	MatchWindow      = 5120             // a match string must lie within these body bytes
+	matchWindow      = 5120             // a match string must lie within these body bytes
 	DefaultStatusMin = 200
 	DefaultStatusMax = 399
 )

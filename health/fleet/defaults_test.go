@@ -487,7 +487,7 @@ func TestPartitionHealsAfterDeadDefaults(t *testing.T) {
 	waitFor(t, 90*time.Second, "views converge after healing", func() bool { return views(ms, local, fp, false, 5) })
 	took := time.Since(healed)
 	t.Logf("views agreed %s after healing", took.Round(time.Millisecond))
-	if limit := DefaultMaxBackoff + 10*time.Second; took > limit {
+	if limit := defaultMaxBackoff + 10*time.Second; took > limit {
 		t.Errorf("views agreed %s after healing, want within %s (a join retry and a few gossip rounds)", took, limit)
 	}
 }

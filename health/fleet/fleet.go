@@ -39,9 +39,9 @@ const (
 	DefaultQuorum     = 18 // percent, Route 53's figure
 	DefaultPort       = 7946
 	DefaultBeat       = time.Second
-	DefaultSuspicion  = 5 * time.Second
-	DefaultStale      = time.Minute
-	DefaultMaxBackoff = 30 * time.Second
+	defaultSuspicion  = 5 * time.Second
+	defaultStale      = time.Minute
+	defaultMaxBackoff = 30 * time.Second
 )
 
 // Profile picks memberlist's base timers: how often members gossip and probe each
@@ -74,8 +74,8 @@ const senders = 4
 // notice the digest mismatch in the next beats and pull the full report set.
 const maxDeltas = 16
 
-// ErrNoKey is returned by New for a fleet with neither a key nor Insecure.
-var ErrNoKey = errors.New("fleet: gossip needs a key (key_file) unless insecure is set")
+// errNoKey is returned by New for a fleet with neither a key nor Insecure.
+var errNoKey = errors.New("fleet: gossip needs a key (key_file) unless insecure is set")
 
 // Config configures a Fleet. The zero Quorum is 0% (healthy when any reachable
 // checker says so); the Corefile parser sets DefaultQuorum.
@@ -205,7 +205,7 @@ type job struct {
 // New validates cfg and returns a Fleet that has not started.
 func New(cfg Config) (*Fleet, error) {
 	if cfg.Key == nil && !cfg.Insecure {
-		return nil, ErrNoKey
+		return nil, errNoKey
 	}
 	if n := len(cfg.Key); cfg.Key != nil && n != 16 && n != 24 && n != 32 {
 		return nil, fmt.Errorf("fleet: key of %d bytes, expected 16, 24 or 32", n)
@@ -220,16 +220,16 @@ func New(cfg Config) (*Fleet, error) {
 		cfg.Beat = DefaultBeat
 	}
 	if cfg.Stale <= 0 {
-		cfg.Stale = DefaultStale
+		cfg.Stale = defaultStale
 	}
 	cfg.Stale = max(cfg.Stale, 3*cfg.Beat)
 	if cfg.Suspicion <= 0 {
-		cfg.Suspicion = DefaultSuspicion
+		cfg.Suspicion = defaultSuspicion
 	}
 	cfg.Suspicion = max(cfg.Suspicion, 3*cfg.Beat)
 	cfg.Limits = cfg.Limits.withDefaults()
 	if cfg.MaxBackoff <= 0 {
-		cfg.MaxBackoff = DefaultMaxBackoff
+		cfg.MaxBackoff = defaultMaxBackoff
 	}
 	f := &Fleet{
 		cfg: cfg, now: time.Now, wall: func() time.Time { return time.Now().Add(wallOffset) }, restart: map[uint64]struct{}{}, recent: map[uint64]uint64{},

@@ -375,7 +375,7 @@ func TestWrongKeyRefused(t *testing.T) {
 }
 
 func TestNewRefusesMissingKey(t *testing.T) {
-	if _, err := New(Config{Name: "a"}); !errors.Is(err, ErrNoKey) {
+	if _, err := New(Config{Name: "a"}); !errors.Is(err, errNoKey) {
 		t.Errorf("no key: %v, want ErrNoKey", err)
 	}
 	if _, err := New(Config{Name: "a", Key: []byte("short")}); err == nil {

@@ -25,9 +25,9 @@ type Limits struct {
 // Default limits: 128 descriptors at most, an eighth of `ulimit -n 1024`.
 const (
 	DefaultStreams        = 128
-	DefaultStreamsPerPeer = 16
-	DefaultFirstByte      = 2 * time.Second
-	DefaultStreamLife     = 10 * time.Second
+	defaultStreamsPerPeer = 16
+	defaultFirstByte      = 2 * time.Second
+	defaultStreamLife     = 10 * time.Second
 )
 
 func (l Limits) withDefaults() Limits {
@@ -35,14 +35,14 @@ func (l Limits) withDefaults() Limits {
 		l.Streams = DefaultStreams
 	}
 	if l.StreamsPerPeer <= 0 {
-		l.StreamsPerPeer = DefaultStreamsPerPeer
+		l.StreamsPerPeer = defaultStreamsPerPeer
 	}
 	l.StreamsPerPeer = min(l.StreamsPerPeer, l.Streams)
 	if l.FirstByte <= 0 {
-		l.FirstByte = DefaultFirstByte
+		l.FirstByte = defaultFirstByte
 	}
 	if l.StreamLife <= 0 {
-		l.StreamLife = DefaultStreamLife
+		l.StreamLife = defaultStreamLife
 	}
 	l.StreamLife = max(l.StreamLife, l.FirstByte)
 	return l

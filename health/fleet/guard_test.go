@@ -37,7 +37,7 @@ func TestIdleConnectionsToTheGossipPort(t *testing.T) {
 		}
 	})
 	waitFor(t, 5*time.Second, "connections past the limit are refused", func() bool {
-		return testutil.ToFloat64(connectionsRefused.WithLabelValues("peer"))-refused >= 300-DefaultStreamsPerPeer
+		return testutil.ToFloat64(connectionsRefused.WithLabelValues("peer"))-refused >= 300-defaultStreamsPerPeer
 	})
 
 	b := start(t, nil, member{name: "b", key: testKey, join: []string{a.Addr()}})
@@ -74,8 +74,8 @@ func TestIdleConnectionsToTheGossipPort(t *testing.T) {
 		longest = max(longest, e)
 	}
 	t.Logf("the longest idle connection was closed %s after it was opened", longest.Round(time.Millisecond))
-	if longest > DefaultFirstByte+time.Second {
-		t.Errorf("an idle connection stayed open %s, want about %s", longest, DefaultFirstByte)
+	if longest > defaultFirstByte+time.Second {
+		t.Errorf("an idle connection stayed open %s, want about %s", longest, defaultFirstByte)
 	}
 }
 

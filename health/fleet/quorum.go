@@ -122,7 +122,7 @@ func Healthy(healthy, total, quorum int) bool { return 100*healthy > quorum*tota
 
 // tallyLocked counts the reports of id that count (see countsLocked); each is also
 // passed to each when it is not nil, counted or not.
-func (f *Fleet) tallyLocked(id uint64, now time.Time, each func(MemberReport)) (healthy, total int) {
+func (f *Fleet) tallyLocked(id uint64, now time.Time, each func(memberReport)) (healthy, total int) {
 	bound := f.cfg.Suspicion
 	own := f.own[id]
 	if own != nil && own.gap > 0 {
@@ -143,7 +143,7 @@ func (f *Fleet) tallyLocked(id uint64, now time.Time, each func(MemberReport)) (
 		counted := r.flags&(flagStale|flagPending) == 0
 		add(counted, r.flags)
 		if each != nil {
-			each(MemberReport{Member: f.cfg.Name, Self: true, Reachable: true, Counted: counted,
+			each(memberReport{Member: f.cfg.Name, Self: true, Reachable: true, Counted: counted,
 				Down: r.flags&flagDown != 0, Stale: !counted, Pending: r.flags&flagPending != 0,
 				Seq: r.seq, Observed: r.observed, Heard: r.observed})
 		}
@@ -157,7 +157,7 @@ func (f *Fleet) tallyLocked(id uint64, now time.Time, each func(MemberReport)) (
 		counted := reachable && f.countsLocked(p, r, now, bound)
 		add(counted, r.flags)
 		if each != nil {
-			each(MemberReport{Member: name, Reachable: reachable, Counted: counted, Down: r.flags&flagDown != 0,
+			each(memberReport{Member: name, Reachable: reachable, Counted: counted, Down: r.flags&flagDown != 0,
 				Stale: !counted, Pending: r.flags&flagPending != 0, Seq: r.seq, Observed: r.probed, Heard: p.heard})
 		}
 	}
@@ -188,8 +188,8 @@ func (f *Fleet) freshLocked(name string, p *peer, now time.Time) bool {
 	return reachable && !p.heard.IsZero() && now.Sub(p.heard) <= f.cfg.Suspicion
 }
 
-// MemberReport is one member's latest report of a check, as this instance holds it.
-type MemberReport struct {
+// memberReport is one member's latest report of a check, as this instance holds it.
+type memberReport struct {
 	Member    string
 	Self      bool      // this instance
 	Reachable bool      // memberlist sees the member alive (or suspect)
@@ -210,7 +210,7 @@ type View struct {
 	Down    bool           // the last decision published
 	Kept    bool           // nothing counted: the last status is kept
 	New     bool           // nothing counted yet: healthy as a new check (unhealthy if inverted)
-	Reports []MemberReport // by member name
+	Reports []memberReport // by member name
 }
 
 // View returns every member's report of fp and the quorum arithmetic.
@@ -219,13 +219,13 @@ func (f *Fleet) View(fp string) View {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	v := View{Quorum: f.cfg.Quorum}
-	v.Healthy, v.Total = f.tallyLocked(shortID(fp), now, func(r MemberReport) { v.Reports = append(v.Reports, r) })
+	v.Healthy, v.Total = f.tallyLocked(shortID(fp), now, func(r memberReport) { v.Reports = append(v.Reports, r) })
 	d := f.last[fp]
 	v.Kept = v.Total == 0 && d != nil && d.decided
 	v.New = v.Total == 0 && !v.Kept
 	if d != nil {
 		v.Down = d.st.Down
 	}
-	slices.SortFunc(v.Reports, func(a, b MemberReport) int { return strings.Compare(a.Member, b.Member) })
+	slices.SortFunc(v.Reports, func(a, b memberReport) int { return strings.Compare(a.Member, b.Member) })
 	return v
 }
