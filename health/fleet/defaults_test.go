@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -484,7 +485,14 @@ func TestPartitionHealsAfterDeadDefaults(t *testing.T) {
 
 	healed := time.Now()
 	n.heal()
-	waitFor(t, 90*time.Second, "views converge after healing", func() bool { return views(ms, local, fp, false, 5) })
+	waitForDetail(t, 90*time.Second, "views converge after healing", func() bool { return views(ms, local, fp, false, 5) }, func() string {
+		var b strings.Builder
+		for _, m := range ms {
+			v := m.View(fp)
+			fmt.Fprintf(&b, "\n%s: members %v, decided down %t from %d of %d healthy; reports %+v", m.Name(), m.Members(), v.Down, v.Healthy, v.Total, v.Reports)
+		}
+		return b.String()
+	})
 	took := time.Since(healed)
 	t.Logf("views agreed %s after healing", took.Round(time.Millisecond))
 	if limit := defaultMaxBackoff + 10*time.Second; took > limit {

@@ -264,12 +264,18 @@ func cluster(t *testing.T, n *netsim, size int, tmpl member) []*Fleet {
 // waitFor polls cond until it holds, failing the test after d.
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
+	waitForDetail(t, d, what, cond, func() string { return "" })
+}
+
+// waitForDetail is waitFor whose failure also says what detail returns then.
+func waitForDetail(t *testing.T, d time.Duration, what string, cond func() bool, detail func() string) {
+	t.Helper()
 	deadline := time.Now().Add(d)
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("after %s: not true: %s", d, what)
+			t.Fatalf("after %s: not true: %s%s", d, what, detail())
 		}
 		<-tick.C
 	}
