@@ -59,7 +59,7 @@ func (f *Fleet) stallLocked(now time.Time) {
 	f.wake++
 	f.queue.Reset()
 	f.dirtyAll = true
-	staleReports.WithLabelValues(f.cfg.Name).Add(float64(n))
+	staleReports.WithLabelValues(memberLabel(f.cfg.Name)).Add(float64(n))
 	log.Warningf("fleet: this process did not run for %s; %d of its reports are stale until probed again", gap.Round(time.Millisecond), n)
 	f.poke()
 }
@@ -79,7 +79,7 @@ func (f *Fleet) ageOwnLocked(now time.Time) (outs []*bcast, changed bool) {
 		case r.flags&(flagStale|flagPending) == 0 && age > f.freshFor(r):
 			outs = append(outs, f.setOwnLocked(id, r, r.flags|flagPending, now, true))
 			f.restart[id] = struct{}{}
-			staleReports.WithLabelValues(f.cfg.Name).Inc()
+			staleReports.WithLabelValues(memberLabel(f.cfg.Name)).Inc()
 			changed = true
 		case r.flags&flagStale != 0 && age > forget:
 			delete(f.own, id)
@@ -128,7 +128,7 @@ func (f *Fleet) noteOffsetLocked(name string, p *peer, wall uint64, now time.Tim
 	p.offsets[p.nOffsets%len(p.offsets)] = d
 	p.nOffsets++
 	off := slices.Max(p.offsets[:min(p.nOffsets, len(p.offsets))])
-	clockOffset.WithLabelValues(name).Set(off.Seconds())
+	clockOffset.WithLabelValues(memberLabel(name)).Set(off.Seconds())
 	if (off > MaxClockOffset || off < -MaxClockOffset) && (p.warned.IsZero() || now.Sub(p.warned) > offsetLogEvery) {
 		p.warned = now
 		log.Warningf("fleet: member %s's clock differs from this one's by %s (more than %s); the quorum does not depend on it, but its logs and certificates do",
@@ -138,6 +138,6 @@ func (f *Fleet) noteOffsetLocked(name string, p *peer, wall uint64, now time.Tim
 
 // forgetMember drops the metric series of a member that is gone.
 func forgetMember(name string) {
-	staleReports.DeleteLabelValues(name)
-	clockOffset.DeleteLabelValues(name)
+	staleReports.DeleteLabelValues(memberLabel(name))
+	clockOffset.DeleteLabelValues(memberLabel(name))
 }

@@ -82,7 +82,7 @@ func (f *Fleet) peerLocked(h header, m *handled) *peer {
 	}
 	if h.wake < p.wake {
 		if h.typ != msgBeat {
-			staleReports.WithLabelValues(h.name).Inc()
+			staleReports.WithLabelValues(memberLabel(h.name)).Inc()
 		}
 		return nil
 	}
@@ -93,7 +93,7 @@ func (f *Fleet) peerLocked(h header, m *handled) *peer {
 				n++
 			}
 		}
-		staleReports.WithLabelValues(h.name).Add(float64(n))
+		staleReports.WithLabelValues(memberLabel(h.name)).Add(float64(n))
 		p.wake, p.vouched = h.wake, time.Time{}
 		m.changed, m.pull = true, true
 	}

@@ -1,6 +1,8 @@
 package fleet
 
 import (
+	"strings"
+
 	"github.com/coredns/coredns/plugin"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -65,3 +67,7 @@ func init() {
 func Collectors() []prometheus.Collector {
 	return []prometheus.Collector{membersAlive, reportsReceived, overrides, gossipErrors, connectionsRefused, staleReports, clockOffset, datagramsDropped}
 }
+
+// memberLabel is a member's name as a label value. Names arrive in other members'
+// messages, and the client library panics on a label value that is not valid UTF-8.
+func memberLabel(name string) string { return strings.ToValidUTF8(name, "\uFFFD") }
