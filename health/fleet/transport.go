@@ -52,15 +52,12 @@ type transport struct {
 	done  atomic.Bool
 	stop  chan struct{} // closed at Shutdown: hand nothing more over
 
-	dropped   atomic.Uint64 // datagrams dropped as not a member's
-	throttled atomic.Uint64 // datagrams dropped over a source's pace
-	logged    time.Time     // readLoop: when the drops were last logged
-	unlogged  uint64        // readLoop: drops since then
-	lastDrop  netip.AddrPort
-
-	mu     sync.Mutex // guards the pace of each source
-	window time.Time
-	counts map[netip.Addr]int
+	// Owned by readLoop alone.
+	logged   time.Time // when the drops were last logged
+	unlogged uint64    // drops since then
+	lastDrop netip.AddrPort
+	window   time.Time          // the start of the current pace window
+	counts   map[netip.Addr]int // datagrams handed over from each source in it
 }
 
 const (
@@ -244,14 +241,12 @@ func (t *transport) readLoop() {
 		}
 		var ok bool
 		if ok, scratch = t.member(buf[:n], scratch); !ok {
-			t.dropped.Add(1)
 			droppedInvalid.Inc()
 			gossipErrors.Inc()
 			t.drop(from, now)
 			continue
 		}
 		if !t.pace(from.Addr().Unmap(), now) {
-			t.throttled.Add(1)
 			droppedPace.Inc()
 			t.drop(from, now)
 			continue
@@ -306,8 +301,6 @@ func (t *transport) member(b, scratch []byte) (bool, []byte) {
 // pace counts a datagram from addr in the current one-second window and reports
 // whether the source is still within packetsPerSource.
 func (t *transport) pace(addr netip.Addr, now time.Time) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	if now.Sub(t.window) >= time.Second || len(t.counts) >= maxSources {
 		clear(t.counts)
 		t.window = now

@@ -130,3 +130,26 @@ loop:
 		t.Errorf("during the flood a member went unheard for %v, more than two heartbeats", worst)
 	}
 }
+
+// TestTransportPacesEachSource: one address hands memberlist at most packetsPerSource
+// datagrams in a second; another address has its own allowance, and the next second
+// starts afresh.
+func TestTransportPacesEachSource(t *testing.T) {
+	tr := &transport{counts: map[netip.Addr]int{}}
+	a, b := netip.MustParseAddr("127.0.0.2"), netip.MustParseAddr("127.0.0.3")
+	now := time.Unix(1000, 0)
+	for i := range packetsPerSource {
+		if !tr.pace(a, now) {
+			t.Fatalf("datagram %d of a source within its pace was refused", i+1)
+		}
+	}
+	if tr.pace(a, now.Add(500*time.Millisecond)) {
+		t.Errorf("datagram %d within one second from one source was handed over", packetsPerSource+1)
+	}
+	if !tr.pace(b, now.Add(500*time.Millisecond)) {
+		t.Error("another source was refused by the first one's pace")
+	}
+	if !tr.pace(a, now.Add(time.Second)) {
+		t.Error("the next second did not start afresh")
+	}
+}
