@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os/exec"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -16,46 +14,15 @@ import (
 // test ends. Its output is kept for failure messages.
 func startDaemon(t *testing.T, dir, ready, bin string, args ...string) *zonesProc {
 	t.Helper()
-	path, err := exec.LookPath(bin)
-	if err != nil {
-		t.Fatalf("%s is not installed (scripts/test-deps installs it): %v", bin, err)
-	}
-	p := &zonesProc{cmd: exec.Command(path, args...), done: make(chan error, 1)}
-	p.cmd.Dir = dir
-	p.cmd.Stdout, p.cmd.Stderr = p, p
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { p.done <- p.cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(10 * time.Second):
-			_ = syscall.Kill(p.cmd.Process.Pid, syscall.SIGKILL)
-			<-p.done
+	ok := func() bool {
+		resp, err := httpClient.Get(ready)
+		if err != nil {
+			return false
 		}
-	})
-	deadline := time.Now().Add(30 * time.Second)
-	tick := time.NewTicker(100 * time.Millisecond) // paces tries against a port not yet open
-	defer tick.Stop()
-	for time.Now().Before(deadline) {
-		select {
-		case err := <-p.done:
-			p.done <- err
-			t.Fatalf("%s exited before it was ready: %v\n%s", bin, err, p.output())
-		default:
-		}
-		if resp, err := httpClient.Get(ready); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return p
-			}
-		}
-		<-tick.C
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
 	}
-	t.Fatalf("%s was not ready at %s within 30s\n%s", bin, ready, p.output())
-	return nil
+	return startProc(t, dir, bin, "ready at "+ready, 30*time.Second, 100*time.Millisecond, ok, args...)
 }
 
 // promResult is one series of a Prometheus instant query's result.

@@ -144,9 +144,11 @@ func (p *zonesProc) output() string {
 	return p.out.String()
 }
 
-// zonesStartResolver runs a resolver binary in dir and waits (up to 20 s) until it
-// answers probe on addr; the process is stopped by PID when the test ends.
-func zonesStartResolver(t *testing.T, addr, probe, dir, bin string, args ...string) *zonesProc {
+// startProc runs bin in dir and waits up to within until ready reports true (tried
+// every pace); the process is stopped by PID (SIGTERM, then SIGKILL after 10 s) when
+// the test ends, and its output is kept for failure messages. what names what ready
+// waits for.
+func startProc(t *testing.T, dir, bin, what string, within, pace time.Duration, ready func() bool, args ...string) *zonesProc {
 	t.Helper()
 	path, err := exec.LookPath(bin)
 	if err != nil {
@@ -168,26 +170,37 @@ func zonesStartResolver(t *testing.T, addr, probe, dir, bin string, args ...stri
 			<-p.done
 		}
 	})
-	c := &dns.Client{Timeout: 300 * time.Millisecond}
-	m := new(dns.Msg)
-	m.SetQuestion(dns.Fqdn(probe), dns.TypeA)
-	deadline := time.Now().Add(20 * time.Second)
-	tick := time.NewTicker(50 * time.Millisecond) // paces tries against a port not yet open
+	deadline := time.Now().Add(within)
+	tick := time.NewTicker(pace) // paces tries against a port not yet open
 	defer tick.Stop()
 	for time.Now().Before(deadline) {
 		select {
 		case err := <-p.done:
 			p.done <- err
-			t.Fatalf("%s exited before serving: %v\n%s", bin, err, p.output())
+			t.Fatalf("%s exited before %s: %v\n%s", bin, what, err, p.output())
 		default:
 		}
-		if r, _, err := c.Exchange(m, addr); err == nil && r.Rcode != dns.RcodeServerFailure {
+		if ready() {
 			return p
 		}
 		<-tick.C
 	}
-	t.Fatalf("%s did not answer %s on %s within 20s\n%s", bin, probe, addr, p.output())
+	t.Fatalf("%s: not %s within %s\n%s", bin, what, within, p.output())
 	return nil
+}
+
+// zonesStartResolver runs a resolver binary in dir and waits (up to 20 s) until it
+// answers probe on addr; the process is stopped by PID when the test ends.
+func zonesStartResolver(t *testing.T, addr, probe, dir, bin string, args ...string) *zonesProc {
+	t.Helper()
+	c := &dns.Client{Timeout: 300 * time.Millisecond}
+	m := new(dns.Msg)
+	m.SetQuestion(dns.Fqdn(probe), dns.TypeA)
+	answers := func() bool {
+		r, _, err := c.Exchange(m, addr)
+		return err == nil && r.Rcode != dns.RcodeServerFailure
+	}
+	return startProc(t, dir, bin, "answering "+probe+" on "+addr, 20*time.Second, 50*time.Millisecond, answers, args...)
 }
 
 // zonesUnbound starts Unbound on a loopback port with its own configuration: zone is
