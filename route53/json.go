@@ -235,7 +235,6 @@ func (s *setReader) change(m json.RawMessage) error {
 // get-health-check output ({"HealthCheck": {...}}) or a bare array of health
 // checks, as a stream (see ReadRecordSets).
 func ReadHealthChecks(r io.Reader) ([]HealthCheck, error) {
-	d := json.NewDecoder(r)
 	var checks []HealthCheck
 	add := func(m json.RawMessage) error {
 		hc, err := healthCheck(m, len(checks))
@@ -245,51 +244,35 @@ func ReadHealthChecks(r io.Reader) ([]HealthCheck, error) {
 		checks = append(checks, hc)
 		return nil
 	}
-	err := func() error {
-		array, err := openDoc(d)
-		if err != nil {
-			return err
-		}
-		if array {
-			if err := eachElem(d, add); err != nil {
+	var found, truncated bool
+	member := func(d *json.Decoder, key string) error {
+		switch {
+		case is(key, "HealthChecks"):
+			ok, err := openArray(d, key)
+			if err != nil || !ok {
 				return err
 			}
-			return closeDoc(d)
-		}
-		var found, truncated bool
-		err = eachMember(d, func(key string) error {
-			switch {
-			case is(key, "HealthChecks"):
-				ok, err := openArray(d, key)
-				if err != nil || !ok {
-					return err
-				}
-				found = true
-				return eachElem(d, add)
-			case is(key, "HealthCheck"):
-				var m json.RawMessage
-				if err := decode(d, &m); err != nil {
-					return err
-				}
-				if string(m) == "null" {
-					return nil
-				}
-				found = true
-				if err := add(m); err != nil {
-					return elemError{err}
-				}
-				return nil
-			case is(key, "IsTruncated"):
-				return decode(d, &truncated)
+			found = true
+			return eachElem(d, add)
+		case is(key, "HealthCheck"):
+			var m json.RawMessage
+			if err := decode(d, &m); err != nil {
+				return err
 			}
-			return skipValue(d)
-		})
-		if err != nil {
-			return err
+			if string(m) == "null" {
+				return nil
+			}
+			found = true
+			if err := add(m); err != nil {
+				return elemError{err}
+			}
+			return nil
+		case is(key, "IsTruncated"):
+			return decode(d, &truncated)
 		}
-		if err := closeDoc(d); err != nil {
-			return err
-		}
+		return skipValue(d)
+	}
+	whole := func() error {
 		if truncated {
 			return errors.New("the listing is truncated; list every page")
 		}
@@ -297,13 +280,9 @@ func ReadHealthChecks(r io.Reader) ([]HealthCheck, error) {
 			return errors.New("expected HealthChecks or HealthCheck")
 		}
 		return nil
-	}()
-	var ee elemError
-	switch {
-	case errors.As(err, &ee):
-		return nil, ee.err
-	case err != nil:
-		return nil, fmt.Errorf("health checks: %w", err)
+	}
+	if err := readList(r, "health checks", add, member, whole); err != nil {
+		return nil, err
 	}
 	return checks, nil
 }
@@ -330,7 +309,6 @@ func healthCheck(m json.RawMessage, i int) (HealthCheck, error) {
 // ReadCIDRBlocks reads list-cidr-blocks output ({"CidrBlocks": [...]}) or a bare
 // array of blocks, as a stream (see ReadRecordSets).
 func ReadCIDRBlocks(r io.Reader) ([]CidrBlock, error) {
-	d := json.NewDecoder(r)
 	var blocks []CidrBlock
 	add := func(m json.RawMessage) error {
 		var b CidrBlock
@@ -343,48 +321,65 @@ func ReadCIDRBlocks(r io.Reader) ([]CidrBlock, error) {
 		blocks = append(blocks, b)
 		return nil
 	}
+	found := false
+	member := func(d *json.Decoder, key string) error {
+		if !is(key, "CidrBlocks") {
+			return skipValue(d)
+		}
+		ok, err := openArray(d, key)
+		if err != nil || !ok {
+			return err
+		}
+		found = true
+		return eachElem(d, add)
+	}
+	whole := func() error {
+		if !found {
+			return errors.New("expected CidrBlocks")
+		}
+		return nil
+	}
+	if err := readList(r, "cidr blocks", add, member, whole); err != nil {
+		return nil, err
+	}
+	return blocks, nil
+}
+
+// readList reads a listing from r: a bare array whose elements go to add, or an
+// object whose members member reads, after which whole says whether the listing is
+// complete; nothing may follow the document. An error of add comes back as it is;
+// any other one is prefixed with what.
+func readList(r io.Reader, what string, add func(json.RawMessage) error, member func(d *json.Decoder, key string) error, whole func() error) error {
+	d := json.NewDecoder(r)
 	err := func() error {
 		array, err := openDoc(d)
 		if err != nil {
 			return err
 		}
 		if array {
-			if err := eachElem(d, add); err != nil {
-				return err
-			}
-			return closeDoc(d)
+			err = eachElem(d, add)
+		} else {
+			err = eachMember(d, func(key string) error { return member(d, key) })
 		}
-		found := false
-		err = eachMember(d, func(key string) error {
-			if !is(key, "CidrBlocks") {
-				return skipValue(d)
-			}
-			ok, err := openArray(d, key)
-			if err != nil || !ok {
-				return err
-			}
-			found = true
-			return eachElem(d, add)
-		})
 		if err != nil {
 			return err
 		}
 		if err := closeDoc(d); err != nil {
 			return err
 		}
-		if !found {
-			return errors.New("expected CidrBlocks")
+		if array {
+			return nil
 		}
-		return nil
+		return whole()
 	}()
 	var ee elemError
 	switch {
 	case errors.As(err, &ee):
-		return nil, ee.err
+		return ee.err
 	case err != nil:
-		return nil, fmt.Errorf("cidr blocks: %w", err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
-	return blocks, nil
+	return nil
 }
 
 // jsonErr adds the byte offset to a syntax error, which encoding/json leaves out of
