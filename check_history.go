@@ -66,6 +66,8 @@ func (k *historyKeeper) observe(snap *health.Snapshot) {
 		reason := in.LastErr
 		if !st.Down {
 			reason = "probes pass"
+		} else if in.LastProbe.IsZero() {
+			reason = "the state saved before the restart (data_dir)"
 		} else if reason == "" {
 			reason = "the fleet's quorum says unhealthy" // this instance's own probes pass
 		}

@@ -105,6 +105,7 @@ type blockConfig struct {
 	Route53      *route53Config  // nil: no route53 property
 	AZ           *azConfig       // location, client_location and az_location lines; nil: none
 	Controls     *controlsConfig // nil: no routing controls
+	DataDir      string          // where each check's last judged state outlives the process; "": nowhere
 	controlsDir  string          // the default data directory, from the server's root
 
 	series [2]int32 // how many answer series the records have, by kind (numberSeries)

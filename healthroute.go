@@ -285,6 +285,9 @@ func (h *HealthRoute) OnStartup() error {
 	h.sched = sched
 	initCheckSeries(h.cfg)
 	specs := h.specs()
+	if h.cfg.DataDir != "" {
+		h.reg.useDataDir(h.cfg.DataDir) // before Acquire: the checks start from what was saved
+	}
 	sched.Acquire(specs)
 	h.stop = sched.Subscribe(h.resolver.Publish)
 	h.reg.op.Register(h)
@@ -361,6 +364,7 @@ func (h *HealthRoute) OnShutdown() error {
 		h.unwatch()
 		h.unwatch = nil
 	}
+	h.reg.noteCheckStates()
 	h.reg.scheduler().Release(h.specs())
 	h.reg.release(h.cfg)
 	h.reg.releaseControls(h.cfg)

@@ -64,7 +64,13 @@ func parseAPI(c *caddy.Controller, args []string) (*apiConfig, error) {
 // parseHistoryDir reads `history_dir DIR` of an api block: an existing directory
 // this process can write to.
 func parseHistoryDir(c *caddy.Controller, opts seen, args []string) (string, error) {
-	if err := opts.once(c, "api: ", "history_dir"); err != nil {
+	return parseWritableDir(c, opts, "api: ", "history_dir", args)
+}
+
+// parseWritableDir reads a property whose one argument is an existing directory
+// this process can write to (relative to the server's root), once per block.
+func parseWritableDir(c *caddy.Controller, opts seen, prefix, key string, args []string) (string, error) {
+	if err := opts.once(c, prefix, key); err != nil {
 		return "", err
 	}
 	v, err := oneArg(c, args)
@@ -74,7 +80,7 @@ func parseHistoryDir(c *caddy.Controller, opts seen, args []string) (string, err
 	dir := rootPath(c, v)
 	f, err := os.CreateTemp(dir, ".healthroute-write-test-*")
 	if err != nil {
-		return "", c.Errf("api: history_dir: %s is not a directory this process can write to: %v", dir, err)
+		return "", c.Errf("%s%s: %s is not a directory this process can write to: %v", prefix, key, dir, err)
 	}
 	f.Close()
 	os.Remove(f.Name())

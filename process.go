@@ -24,6 +24,7 @@ type registry struct {
 	fl    *fleet.Fleet      // nil without a fleet
 	hist  *historyKeeper    // records status changes into histories; nil when nothing runs
 	unsub func()            // ends hist's subscription
+	state *stateKeeper      // keeps the checks' judged states in the data_dir; nil without one
 	// notifiers are the running webhooks, by URL and secret, shared by the blocks
 	// (and across reloads) that configure the same one.
 	notifiers map[string]*sharedNotifier
@@ -138,7 +139,10 @@ func (r *registry) release(cfg *blockConfig) {
 		r.unsub()
 		r.sched.Stop()
 		r.hist.close() // saves the histories a last time, with a history_dir
-		r.sched, r.hist, r.unsub = nil, nil, nil
+		if r.state != nil {
+			r.state.close()
+		}
+		r.sched, r.hist, r.unsub, r.state = nil, nil, nil, nil
 		if r.fl != nil {
 			r.fl.Stop() // leaves, so the others drop this member at once
 			r.fl = nil
@@ -203,5 +207,31 @@ func (r *registry) useHistoryDir(dir string) {
 	defer r.mu.Unlock()
 	if r.hist != nil {
 		r.hist.useDir(dir)
+	}
+}
+
+// useDataDir keeps the checks' judged states in dir (a block's data_dir) from now
+// on, and lets the checks acquired after it start from the states saved there. The
+// first block with a data_dir sets it for the process; a different one later takes
+// effect on restart.
+func (r *registry) useDataDir(dir string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case r.sched == nil:
+	case r.state == nil:
+		r.state = startStateKeeper(r.sched, dir)
+	case r.state.dir != dir:
+		log.Warningf("data_dir %s: the check states are already kept in %s; a changed data_dir takes effect on restart", dir, r.state.dir)
+	}
+}
+
+// noteCheckStates takes the scheduler's judged states into the data_dir's keeper
+// before a block releases its checks.
+func (r *registry) noteCheckStates() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.state != nil {
+		r.state.note()
 	}
 }

@@ -107,6 +107,12 @@ func parse(c *caddy.Controller) (*blockConfig, error) {
 				return err
 			}
 			cfg.LatencyTable, tablePos = rootPath(c, v), pos{c.File(), c.Line()}
+		case "data_dir":
+			dir, err := parseWritableDir(c, opts, "", key, args)
+			if err != nil {
+				return err
+			}
+			cfg.DataDir = dir
 		case "api":
 			a, err := parseAPI(c, args)
 			if err != nil {

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/hashicorp/raft"
+	"github.com/healthroute/healthroute/internal/atomicfile"
 )
 
 // stateFile is the file in the data directory holding the state as last applied.
@@ -80,37 +81,11 @@ func (f *fsm) Apply(l *raft.Log) any {
 func (f *fsm) persist(st *State) {
 	b, err := json.Marshal(st)
 	if err == nil {
-		err = writeSynced(filepath.Join(f.dir, stateFile), b)
+		err = atomicfile.Write(filepath.Join(f.dir, stateFile), b, 0o600)
 	}
 	if err != nil {
 		log.Errorf("control: writing the state file: %v (the raft log still holds every change)", err)
 	}
-}
-
-// writeSynced replaces path with b, durably.
-func writeSynced(path string, b []byte) error {
-	tmp := path + ".tmp"
-	w, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(b)
-	if err == nil {
-		err = w.Sync()
-	}
-	if cerr := w.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err == nil {
-		if d, derr := os.Open(filepath.Dir(path)); derr == nil {
-			d.Sync()
-			d.Close()
-		}
-	}
-	return err
 }
 
 // Snapshot implements raft.FSM.

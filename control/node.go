@@ -21,6 +21,7 @@ import (
 	"github.com/hashicorp/raft"
 	wal "github.com/hashicorp/raft-wal"
 	"github.com/hashicorp/raft-wal/metadb"
+	"github.com/healthroute/healthroute/internal/atomicfile"
 )
 
 // DefaultPort is the control port's default.
@@ -144,7 +145,7 @@ func checkIdentity(cfg Config) error {
 			return fmt.Errorf("data directory %s holds files but no %s: not a healthroute control directory, or a damaged one (move it away to start empty)", cfg.Dir, identityFile)
 		}
 		b, _ = json.Marshal(want)
-		return writeSynced(path, b)
+		return atomicfile.Write(path, b, 0o600)
 	}
 	if err != nil {
 		return err

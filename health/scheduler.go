@@ -115,6 +115,8 @@ type Scheduler struct {
 	logs     ratelog.Limiter // repeated warnings: kinds "late" and "local", one a logEvery
 	logsOnce sync.Once
 
+	restore map[string]Saved // saved states for checks not acquired yet (Restore)
+
 	pubMu sync.Mutex // serialises publications and subscriber calls
 	gen   uint64
 	snap  *Snapshot
@@ -130,6 +132,10 @@ type entry struct {
 	info   Info
 	window int  // results counted since the threshold window (re)started
 	flip   bool // the state flipped since then
+	// restored says that the state came from a saved one (Restore) and no window
+	// restarted since: it counts as a verdict.
+	restored bool
+	judged   time.Time // when the state last rested on a verdict; zero: never
 }
 
 // Start starts the scheduler; checks acquired before Start begin probing now.
@@ -164,6 +170,14 @@ func (s *Scheduler) Stop() {
 // schedule. Specs that are disabled or calculated are skipped (calculated children
 // are acquired through the spec list the caller gives, see Flatten).
 func (s *Scheduler) Acquire(specs []*Spec) {
+	if want := s.acquire(specs); want > 0 {
+		s.flush(want) // publish the checks that start from a saved state
+	}
+}
+
+// acquire is Acquire but for the publication, whose request number it returns (0:
+// none needed).
+func (s *Scheduler) acquire(specs []*Spec) (want uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.checks == nil {
@@ -181,6 +195,9 @@ func (s *Scheduler) Acquire(specs []*Spec) {
 		}
 		e := &entry{spec: sp, refs: 1, info: Info{Spec: sp}}
 		s.checks[fp] = e
+		if s.restoreLocked(fp, e) {
+			want = s.markLocked(fp)
+		}
 		if s.ctx != nil {
 			s.startLocked(e)
 		}
@@ -188,6 +205,7 @@ func (s *Scheduler) Acquire(specs []*Spec) {
 	if s.ctx != nil {
 		s.resizeLocked()
 	}
+	return want
 }
 
 // SetMaxInFlight changes MaxInFlight (0: automatic) while the scheduler runs: a
@@ -549,7 +567,10 @@ func (s *Scheduler) record(e *entry, err error, took time.Duration, ph Phases) {
 		in.LastChange = now
 		e.flip = true
 	}
-	local := Status{Down: down, Seen: true, Since: in.LastChange, Verdict: e.window >= fails || e.flip}
+	local := Status{Down: down, Seen: true, Since: in.LastChange, Verdict: e.window >= fails || e.flip || e.restored}
+	if local.Verdict {
+		e.judged = now
+	}
 	var want uint64
 	if changed || !seen || s.Aggregator != nil {
 		// With an Aggregator the quorum may move on any report; flush re-decides
@@ -613,7 +634,7 @@ func (s *Scheduler) RestartWindows(fps []string) {
 	for _, fp := range fps {
 		if e, ok := s.checks[fp]; ok {
 			e.info.State = State{Down: e.info.State.Down}
-			e.window, e.flip = 0, false
+			e.window, e.flip, e.restored = 0, false, false
 		}
 	}
 }

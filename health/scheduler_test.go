@@ -351,13 +351,26 @@ func TestSchedulerPanickingProbe(t *testing.T) {
 }
 
 // flipAggregator reports every check down while down is set, whatever the local view.
+// It keeps the count of local reports and whether the last carried a verdict.
 type flipAggregator struct {
-	mu    sync.Mutex
-	down  bool
-	local int
+	mu      sync.Mutex
+	down    bool
+	local   int
+	verdict bool
 }
 
-func (a *flipAggregator) Local(string, Status) { a.mu.Lock(); a.local++; a.mu.Unlock() }
+func (a *flipAggregator) Local(_ string, st Status) {
+	a.mu.Lock()
+	a.local++
+	a.verdict = st.Verdict
+	a.mu.Unlock()
+}
+
+func (a *flipAggregator) lastVerdict() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.verdict
+}
 func (a *flipAggregator) Status(fp string, st Status) Status {
 	a.mu.Lock()
 	defer a.mu.Unlock()

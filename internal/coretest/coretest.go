@@ -91,6 +91,7 @@ type Server struct {
 	Addr    string // DNS address, 127.0.0.1:PORT
 	Dir     string // working directory, holding the Corefile
 	Cmd     *exec.Cmd
+	First   *dns.Msg // the reply to Start's probe query: the server's first answer
 	mu      sync.Mutex
 	output  bytes.Buffer
 	stopped bool
@@ -174,7 +175,8 @@ func StartWith(t testing.TB, corefile string, port int, probe string, opt Option
 			t.Fatalf("coredns exited before serving: %v\n%s", err, s.Output())
 		default:
 		}
-		if _, _, err := c.Exchange(m, s.Addr); err == nil {
+		if r, _, err := c.Exchange(m, s.Addr); err == nil {
+			s.First = r
 			return s
 		}
 		<-tick.C
