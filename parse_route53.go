@@ -2,6 +2,7 @@ package healthroute
 
 import (
 	"context"
+	"errors"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -151,11 +152,11 @@ var restarting atomic.Bool
 // watcher outlives no instance, but the instance that started it may already have
 // been replaced by a reload it did not start.
 func reloadInstance() bool {
-	return reloadThrough(shared, currentInstance)
+	return reloadThrough(shared, currentInstance, (*caddy.Instance).Caddyfile)
 }
 
-// reloadThrough is reloadInstance with its registry and instance lookup.
-func reloadThrough(reg *registry, current func() *caddy.Instance) bool {
+// reloadThrough is reloadInstance with its registry, instance lookup and Corefile.
+func reloadThrough(reg *registry, current func() *caddy.Instance, corefile func(*caddy.Instance) caddy.Input) bool {
 	if reg.isReloading() || !restarting.CompareAndSwap(false, true) {
 		return false
 	}
@@ -166,12 +167,39 @@ func reloadThrough(reg *registry, current func() *caddy.Instance) bool {
 	}
 	go func() {
 		defer restarting.Store(false)
-		if _, err := i.Restart(i.Caddyfile()); err != nil {
+		if _, err := i.Restart(corefile(i)); errors.Is(err, errReloadRunning) {
+			log.Infof("route53: a reload is running; the change is applied after it")
+		} else if err != nil {
 			log.Errorf("route53: keeping the previous configuration: %v", err)
 			debug.FreeOSMemory() // what the failed reload built is garbage: return it now
 		}
 	}()
 	return true
+}
+
+// reloadFromDisk restarts the running instance with its Corefile read anew, as
+// SIGUSR1 does: the reload that one refused while another ran asked for. It waits
+// (up to a minute) for the running reload to end.
+func reloadFromDisk() {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.Now().Add(time.Minute)
+	fromDisk := func(i *caddy.Instance) caddy.Input {
+		in, err := caddy.LoadCaddyfile(i.Caddyfile().ServerType())
+		if err != nil || in == nil {
+			log.Errorf("reload: reading the Corefile again: %v: reloading the running one", err)
+			return i.Caddyfile()
+		}
+		return in
+	}
+	for !reloadThrough(shared, currentInstance, fromDisk) {
+		if time.Now().After(deadline) {
+			log.Errorf("reload: a reload refused while another ran could not run within a minute; send SIGUSR1 to apply the Corefile")
+			return
+		}
+		<-tick.C
+	}
+	log.Infof("reload: running the reload refused while another ran")
 }
 
 // currentInstance returns the running instance: caddy lists the instances that

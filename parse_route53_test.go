@@ -236,11 +236,11 @@ func TestRoute53ReloadWaitsForRunningReload(t *testing.T) {
 	looked := 0
 	current := func() *caddy.Instance { looked++; return nil }
 	reg.beginReload()
-	if reloadThrough(reg, current) || looked != 0 {
+	if reloadThrough(reg, current, (*caddy.Instance).Caddyfile) || looked != 0 {
 		t.Fatalf("started a reload (looked up %d instances) while another ran", looked)
 	}
 	reg.abortReload()
-	if reloadThrough(reg, current) || looked != 1 {
+	if reloadThrough(reg, current, (*caddy.Instance).Caddyfile) || looked != 1 {
 		t.Fatalf("with no instance running: started a reload, or looked up %d instances; want 1 look, no reload", looked)
 	}
 	if restarting.Load() {

@@ -2,6 +2,7 @@ package healthroute
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/healthroute/healthroute/control"
@@ -42,10 +43,20 @@ type registry struct {
 	// OnRestartFailed (undo them).
 	reloading bool
 	pending   []*HealthRoute
+	// Reloads run one at a time. A reload asked for while one runs (SIGUSR1, the
+	// reload plugin and the route53 watcher all restart the instance, and caddy does
+	// not serialise them) is refused at its OnRestart, before it builds anything;
+	// refused counts the refusals whose OnRestartFailed is still to come, and again
+	// says that a reload from the Corefile on disk must follow the running one.
+	refused int
+	again   bool
+	follow  func() // runs the reload that again asks for; nil: none (tests)
 }
 
 // shared is the registry of the running process. Tests build their own.
 var shared = &registry{}
+
+func init() { shared.follow = reloadFromDisk } // set here: reloadFromDisk refers to shared
 
 func (r *registry) acquire(cfg *blockConfig) *health.Scheduler {
 	r.mu.Lock()
@@ -150,11 +161,21 @@ func (r *registry) release(cfg *blockConfig) {
 	}
 }
 
+// errReloadRunning refuses a reload asked for while another runs.
+var errReloadRunning = errors.New("healthroute: a reload is running; this one runs after it, from the Corefile on disk")
+
 // beginReload is the running instance's OnRestart: blocks started from now on
-// belong to the new instance until it has taken over.
+// belong to the new instance until it has taken over. While a reload runs it refuses
+// the new one (caddy then calls abortReload for it, which must not touch the running
+// one) and notes that a reload must follow.
 func (r *registry) beginReload() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.reloading {
+		r.refused++
+		r.again = true
+		return errReloadRunning
+	}
 	r.reloading, r.pending = true, nil
 	return nil
 }
@@ -177,28 +198,47 @@ func (r *registry) started(h *HealthRoute) {
 }
 
 // commitReload is the old instance's OnShutdown: the new instance has taken over,
-// its blocks are no longer pending.
+// its blocks are no longer pending. A reload refused meanwhile runs now.
 func (r *registry) commitReload() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.reloading, r.pending = false, nil
+	r.followLocked()
 }
 
 // abortReload is the running instance's OnRestartFailed: it shuts down the blocks
 // the failed reload started, which caddy discards without their OnShutdown, so
-// that they neither keep probing nor show on the API.
+// that they neither keep probing nor show on the API. A reload that beginReload
+// refused also ends here: it built nothing, and the running reload goes on.
 func (r *registry) abortReload() error {
 	r.mu.Lock()
+	if r.refused > 0 {
+		r.refused--
+		r.mu.Unlock()
+		return nil
+	}
 	pending, failed := r.pending, r.reloading
 	r.reloading, r.pending = false, nil
+	r.followLocked()
 	r.mu.Unlock()
-	if failed { // once per reload, though each block of the running instance calls this
+	if failed { // false when no reload ran (a later plugin failed after the commit)
 		reloadsFailed.Inc()
 	}
 	for _, h := range pending {
 		h.OnShutdown()
 	}
 	return nil
+}
+
+// followLocked starts the reload that a refusal asked for, once the running one has
+// ended. r.mu must be held.
+func (r *registry) followLocked() {
+	if !r.again || r.follow == nil {
+		r.again = false
+		return
+	}
+	r.again = false
+	go r.follow()
 }
 
 // useHistoryDir keeps the histories in dir (the api's history_dir) from now on.

@@ -5,6 +5,7 @@ import (
 	"net"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/healthroute/healthroute/operator"
 )
@@ -71,6 +72,59 @@ func TestFailedReloadUndone(t *testing.T) {
 			t.Errorf("registry holds %d references after the failed reload, want the running block's 1", n)
 		}
 	})
+
+	// A reload asked for while one runs (SIGUSR1 during a route53 reload) is refused
+	// at its OnRestart; caddy then calls OnRestartFailed for it, which must leave the
+	// running reload's blocks alone; once the running one ends, the refused one runs.
+	for _, outcome := range []string{"succeeds", "fails"} {
+		t.Run("second reload while one "+outcome, func(t *testing.T) {
+			old := block("up", "")
+			reg := old.reg
+			followed := make(chan struct{}, 2)
+			reg.follow = func() { followed <- struct{}{} }
+			if err := old.OnStartup(); err != nil {
+				t.Fatal(err)
+			}
+			if err := reg.beginReload(); err != nil {
+				t.Fatal(err)
+			}
+			next := block("new", "")
+			next.reg = reg
+			if err := next.OnStartup(); err != nil {
+				t.Fatal(err)
+			}
+			if err := reg.beginReload(); err != errReloadRunning {
+				t.Fatalf("a second reload during one: OnRestart returned %v, want errReloadRunning", err)
+			}
+			reg.abortReload() // caddy's OnRestartFailed for the refused one
+			if !registered(reg, next) || !reg.isReloading() {
+				t.Fatalf("the refused reload undid the running one (new block registered %t, reloading %t)", registered(reg, next), reg.isReloading())
+			}
+			select {
+			case <-followed:
+				t.Fatal("the refused reload was run again before the running one ended")
+			default:
+			}
+			if outcome == "succeeds" {
+				old.OnShutdown()
+				defer next.OnShutdown()
+			} else {
+				reg.abortReload()
+				defer old.OnShutdown()
+				if registered(reg, next) {
+					t.Error("the failed reload's block is still registered")
+				}
+			}
+			select {
+			case <-followed:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the refused reload did not run after the running one ended")
+			}
+			if len(followed) != 0 {
+				t.Error("the refused reload ran twice")
+			}
+		})
+	}
 
 	t.Run("succeeded", func(t *testing.T) {
 		old := block("up", "")

@@ -34,11 +34,19 @@ func setup(c *caddy.Controller) error {
 	h.servers = serverAddrs(dnsserver.GetConfig(c))
 	c.OnStartup(h.OnStartup)   // acquire shared state, start probing; never in parse
 	c.OnShutdown(h.OnShutdown) // on reload this runs after the new instance started
-	c.OnRestart(h.reg.beginReload)
-	c.OnRestartFailed(h.reg.abortReload) // caddy does not shut down a failed reload's blocks
+	if c.Get(reloadHooks{}) == nil {
+		// Once per instance, however many blocks it has: beginReload refuses a
+		// second reload, and a second call from the same one would be taken for it.
+		c.Set(reloadHooks{}, true)
+		c.OnRestart(h.reg.beginReload)
+		c.OnRestartFailed(h.reg.abortReload) // caddy does not shut down a failed reload's blocks
+	}
 	dnsserver.GetConfig(c).AddPlugin(func(n plugin.Handler) plugin.Handler { h.Next = n; return h })
 	return nil
 }
+
+// reloadHooks is the instance storage key that says the reload hooks are registered.
+type reloadHooks struct{}
 
 // defaultTTL is the answer TTL when the block sets none.
 const defaultTTL = 60

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/healthroute/healthroute/internal/coretest"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
@@ -70,7 +71,7 @@ func TestGRPC(t *testing.T) {
 		})
 	}
 	t.Run("closed port", func(t *testing.T) {
-		err, _ := probeOnce(t, &Spec{Name: "t", Type: GRPC, Target: "grpc://" + closedPort(t)})
+		err, _ := probeOnce(t, &Spec{Name: "t", Type: GRPC, Target: "grpc://" + coretest.ClosedPort(t)})
 		wantResult(t, err, "Unavailable")
 	})
 	t.Run("hangs", func(t *testing.T) {

@@ -68,18 +68,6 @@ func rawServer(t testing.TB, serve func(c net.Conn, done <-chan struct{})) strin
 	return ln.Addr().String()
 }
 
-// closedPort returns a loopback address nothing listens on.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
 // reset closes c with an RST instead of a FIN.
 func reset(c net.Conn) {
 	if tc, ok := c.(*net.TCPConn); ok {

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/healthroute/healthroute/internal/coretest"
 )
 
 // bodyWithMatch returns n filler bytes with "OK" written at offset at.
@@ -347,7 +349,7 @@ func TestHTTPTimeouts(t *testing.T) {
 		})
 	}
 	t.Run("closed port", func(t *testing.T) {
-		err, _ := probeOnce(t, &Spec{Name: "t", Type: HTTP, Target: "http://" + closedPort(t)})
+		err, _ := probeOnce(t, &Spec{Name: "t", Type: HTTP, Target: "http://" + coretest.ClosedPort(t)})
 		wantResult(t, err, "connect")
 	})
 	t.Run("TLS handshake counts in the status-line limit", func(t *testing.T) {

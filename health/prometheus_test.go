@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/healthroute/healthroute/internal/coretest"
 )
 
 func TestPrometheus(t *testing.T) {
@@ -69,7 +71,7 @@ func TestPrometheus(t *testing.T) {
 		}
 	})
 	t.Run("closed port", func(t *testing.T) {
-		err, _ := probeOnce(t, &Spec{Name: "t", Type: Prometheus, Target: "http://" + closedPort(t), Query: "up"})
+		err, _ := probeOnce(t, &Spec{Name: "t", Type: Prometheus, Target: "http://" + coretest.ClosedPort(t), Query: "up"})
 		wantResult(t, err, "refused")
 	})
 }

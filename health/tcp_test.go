@@ -3,6 +3,8 @@ package health
 import (
 	"net"
 	"testing"
+
+	"github.com/healthroute/healthroute/internal/coretest"
 )
 
 func TestTCP(t *testing.T) {
@@ -11,7 +13,7 @@ func TestTCP(t *testing.T) {
 		name, target, want string
 	}{
 		{"listener", open, ""},
-		{"closed port", closedPort(t), "refused"},
+		{"closed port", coretest.ClosedPort(t), "refused"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/healthroute/healthroute/internal/coretest"
 )
 
 // wsServer serves WebSocket connections with behave; it records the User-Agent of
@@ -115,7 +116,7 @@ func TestWebSocket(t *testing.T) {
 		})
 	}
 	t.Run("closed port", func(t *testing.T) {
-		err, _ := probeOnce(t, &Spec{Name: "t", Type: WebSocket, Target: "ws://" + closedPort(t) + "/"})
+		err, _ := probeOnce(t, &Spec{Name: "t", Type: WebSocket, Target: "ws://" + coretest.ClosedPort(t) + "/"})
 		wantResult(t, err, "refused")
 	})
 	hangs := []struct {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -28,30 +27,6 @@ func probingOpenFDs(t *testing.T, pid int) int {
 	return n
 }
 
-// probingAcceptor accepts connections on loopback and closes them: a healthy tcp
-// target.
-func probingAcceptor(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-	t.Cleanup(func() { ln.Close(); wg.Wait() })
-	return ln.Addr().String()
-}
-
 // A server out of file descriptors keeps its check's health and its DNS answers.
 // First its limit is lowered and the rest filled by idle connections to its
 // metrics listener, as a flood would: probes run on the descriptors reserved for
@@ -64,7 +39,7 @@ func probingAcceptor(t *testing.T) string {
 // failure threshold; the health package's TestSchedulerLocalErrorKeepsState runs
 // the defaults.
 func TestProbingOutOfDescriptorsKeepsHealth(t *testing.T) {
-	target := probingAcceptor(t)
+	target := coretest.Acceptor(t)
 	port, metricsPort := coretest.FreePort(t), coretest.FreePort(t)
 	metricsAddr := fmt.Sprintf("127.0.0.1:%d", metricsPort)
 	metrics := "http://" + metricsAddr + "/metrics"

@@ -10,8 +10,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-
-	"github.com/healthroute/healthroute/internal/coretest"
 )
 
 // probingWaitMetrics scrapes the metrics endpoint url until cond holds for what
@@ -63,10 +61,4 @@ func probingHungListener(t *testing.T) string {
 	}
 	t.Cleanup(func() { ln.Close() })
 	return ln.Addr().String()
-}
-
-// probingClosedPort returns a loopback address nothing listens on: connections
-// are refused at once.
-func probingClosedPort(t *testing.T) string {
-	return fmt.Sprintf("127.0.0.1:%d", coretest.FreePort(t))
 }

@@ -29,7 +29,7 @@ func TestProbingHungTargetsDoNotStarveOthers(t *testing.T) {
 		timeout   = time.Second
 		threshold = 3
 	)
-	hungAddr, refused := probingHungListener(t), probingClosedPort(t)
+	hungAddr, refused := probingHungListener(t), coretest.ClosedPort(t)
 	var checks strings.Builder
 	for i := range hung {
 		fmt.Fprintf(&checks, "\t\tcheck hung-%d http http://%s/%d {\n\t\t\tinterval %s\n\t\t\ttimeout %s\n\t\t}\n", i, hungAddr, i, interval, timeout)

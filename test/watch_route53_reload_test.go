@@ -21,6 +21,19 @@ func route53Version(v int) string {
 ]}`, v)
 }
 
+// writeRoute53Version replaces the export at path with route53Version(v), by rename
+// as a deployment tool would.
+func writeRoute53Version(t *testing.T, path string, v int) {
+	t.Helper()
+	tmp := path + ".new"
+	if err := os.WriteFile(tmp, []byte(route53Version(v)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // reloadLeftovers reads the server's goroutines (go_goroutines, from its metrics)
 // and open descriptors.
 func reloadLeftovers(t *testing.T, s *coretest.Server, metrics string) (goroutines, fds int) {
@@ -38,15 +51,7 @@ func reloadLeftovers(t *testing.T, s *coretest.Server, metrics string) (goroutin
 func TestRoute53WatcherAfterManualReloads(t *testing.T) {
 	dir := t.TempDir()
 	records := filepath.Join(dir, "zone.json")
-	write := func(v int) {
-		tmp := records + ".new"
-		if err := os.WriteFile(tmp, []byte(route53Version(v)), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(tmp, records); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := func(v int) { writeRoute53Version(t, records, v) }
 	write(0)
 	port, metricsPort := coretest.FreePort(t), coretest.FreePort(t)
 	metrics := fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)
