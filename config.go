@@ -112,9 +112,7 @@ type blockConfig struct {
 	// memberSeries is each member's answers_total series, from RecordSet.first on:
 	// members are shared by record sets (shareMembers), so the series is not theirs.
 	memberSeries []int32
-	parsing      *parseState // what parse leaves for validate, which drops it
-	soaSet       bool        // the soa property set the serial and timers
-	nsPos        pos         // where ns was given
+	parsing      *parseState // what parsing needs beyond the Config; parse drops it
 }
 
 // parseState is what parsing a block needs beyond the Config: validate drops it, so a
@@ -128,6 +126,9 @@ type parseState struct {
 	refs map[string]*ref
 	ids  map[string]string
 	key  []byte // share's scratch
+
+	soaSet bool // the soa property set the serial and timers
+	nsPos  pos  // where ns was given
 }
 
 // state returns cfg's parse state, creating it.

@@ -31,7 +31,7 @@ func parseSOA(c *caddy.Controller, cfg *blockConfig, args []string) error {
 			}
 			*f = uint32(n)
 		}
-		cfg.soaSet = true
+		cfg.state().soaSet = true
 	}
 	return nil
 }
@@ -48,7 +48,7 @@ func parseNS(c *caddy.Controller, cfg *blockConfig, args []string) error {
 		}
 		cfg.NS = append(cfg.NS, n)
 	}
-	cfg.nsPos = pos{c.File(), c.Line()}
+	cfg.state().nsPos = pos{c.File(), c.Line()}
 	return nil
 }
 
@@ -64,7 +64,7 @@ const (
 // the negative TTL the block's ttl. Without fallthrough the block is the whole zone:
 // an in-zone name server must then have an address record in it.
 func authorityDefaults(cfg *blockConfig, now time.Time) error {
-	if !cfg.soaSet {
+	if !cfg.state().soaSet {
 		cfg.SOA.Serial = uint32(now.Unix())
 		cfg.SOA.Refresh, cfg.SOA.Retry, cfg.SOA.Expire, cfg.SOA.Minimum = soaRefresh, soaRetry, soaExpire, cfg.TTL
 	}
@@ -82,7 +82,7 @@ func authorityDefaults(cfg *blockConfig, now time.Time) error {
 			}
 		}
 		if !found {
-			return cfg.nsPos.errorf("ns: %s is in zone %s but no record gives it an address; add `record %s simple { A ADDRESS }`", n, matchZone(cfg.Zones, n), n)
+			return cfg.state().nsPos.errorf("ns: %s is in zone %s but no record gives it an address; add `record %s simple { A ADDRESS }`", n, matchZone(cfg.Zones, n), n)
 		}
 	}
 	return nil

@@ -192,6 +192,7 @@ func parse(c *caddy.Controller) (*blockConfig, error) {
 	if err := authorityDefaults(cfg, time.Now()); err != nil {
 		return nil, err
 	}
+	cfg.parsing = nil // resolved: what parse left goes, so the running block is plain data
 	if cfg.LatencyTable != "" {
 		t, err := loadLatencyTable(cfg.LatencyTable, regionIDs(cfg), cfg.fileLimit())
 		if err != nil {

@@ -23,7 +23,6 @@ func validate(cfg *blockConfig) error {
 			}
 		}
 	}
-	cfg.parsing = nil // resolved: what parse left goes
 	w := aliasWalk{parsed: parsed, sets: sets, served: map[*recordSet]types{}, byName: map[string]types{},
 		dynamic: map[string]bool{}, paths: map[string]int{}, state: map[string]int{}}
 	for _, rs := range cfg.Records {

@@ -67,7 +67,7 @@ func TestWebSocketCanaryFailover(t *testing.T) {
 	srv.CloseClientConnections()
 	srv.Close()
 	took := waitFor("primary seen down", 3*time.Second, func(st Status) bool { return st.Down })
-	if limit := 2*interval + Budget(spec) + 200*time.Millisecond; took > limit {
+	if limit := 2*interval + budget(spec) + 200*time.Millisecond; took > limit {
 		t.Errorf("dead primary seen after %s; want at most %s", took, limit)
 	}
 	if in, _ := s.Info(fp); in.LastErr == "" || in.LastChange.IsZero() {

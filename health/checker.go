@@ -63,10 +63,8 @@ func NewChecker(spec *Spec, agent string) (Checker, error) {
 // every second sees a dead endpoint within a few seconds, not tens.
 const DefaultTimeout = 5 * time.Second
 
-// Budget returns the longest a probe of spec may take; the scheduler cancels it
+// budget returns the longest a probe of spec may take; the scheduler cancels it
 // after that.
-func Budget(spec *Spec) time.Duration { return budget(spec) }
-
 func budget(spec *Spec) time.Duration {
 	if spec.Timeout > 0 {
 		return spec.Timeout

@@ -383,7 +383,7 @@ func TestBudget(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.spec.Type.String(), func(t *testing.T) {
-			if got := Budget(&tc.spec); got != tc.want {
+			if got := budget(&tc.spec); got != tc.want {
 				t.Errorf("Budget = %s; want %s", got, tc.want)
 			}
 		})
