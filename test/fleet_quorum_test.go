@@ -32,7 +32,7 @@ type fleetEndpoint struct {
 	first map[string]time.Time // checker name -> first probe since reset
 }
 
-func newFleetEndpoint(t *testing.T, failFor string) *fleetEndpoint {
+func newFleetEndpoint(t testing.TB, failFor string) *fleetEndpoint {
 	e := &fleetEndpoint{failFor: failFor, first: map[string]time.Time{}}
 	e.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ua := r.Header.Get("User-Agent")
@@ -79,14 +79,14 @@ type fleetMember struct {
 
 // fleetMembers lays out n members joining each other with the fleet block users
 // write (default timers), each probing url every second.
-func fleetMembers(t *testing.T, n int, url string) []*fleetMember {
+func fleetMembers(t testing.TB, n int, url string) []*fleetMember {
 	t.Helper()
 	return fleetMembersProbing(t, n, url, "interval 1s\n\t\t\tfailure_threshold 1")
 }
 
 // fleetMembersProbing is fleetMembers with the check's settings (interval,
 // failure_threshold lines) given.
-func fleetMembersProbing(t *testing.T, n int, url, settings string) []*fleetMember {
+func fleetMembersProbing(t testing.TB, n int, url, settings string) []*fleetMember {
 	t.Helper()
 	key := make([]byte, 32)
 	rand.Read(key)
@@ -130,7 +130,7 @@ func fleetMembersProbing(t *testing.T, n int, url, settings string) []*fleetMemb
 	return ms
 }
 
-func (m *fleetMember) start(t *testing.T) {
+func (m *fleetMember) start(t testing.TB) {
 	t.Helper()
 	m.srv = coretest.Start(t, m.corefile, m.dns, "www.example.org")
 }
