@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -54,6 +56,8 @@ func TestReloadsAtTheSameInstant(t *testing.T) {
 	s.WaitFor(t, "k.example.com.", dns.TypeTXT, 2*time.Second, "k0", txtIs("k0"))
 	g0, f0 := reloadLeftovers(t, s, metrics)
 
+	// Queries all along, at about 1,000 a second: none may go unanswered.
+	load := startQueryLoad(t, s.Addr, "www.example.com.", 1000)
 	v, k := 0, 0
 	exports, edits := time.NewTicker(100*time.Millisecond), time.NewTicker(300*time.Millisecond)
 	end := time.After(8 * time.Second)
@@ -75,6 +79,11 @@ racing:
 	}
 	exports.Stop()
 	edits.Stop()
+	if sent, lost := load.stop(); lost > 0 || sent < 1000 {
+		t.Errorf("%d of %d queries sent during the reloads got no answer (want every one answered, at least 1,000 sent)", lost, sent)
+	} else {
+		t.Logf("%d queries during the reloads, every one answered", sent)
+	}
 	last := time.Now()
 	s.WaitFor(t, "k.example.com.", dns.TypeTXT, 3*time.Second, fmt.Sprintf("the last Corefile, k%d", k), txtIs(fmt.Sprintf("k%d", k)))
 	s.WaitFor(t, "www.example.com.", dns.TypeTXT, 3*time.Second, fmt.Sprintf("the last export, v%d", v), txtIs(fmt.Sprintf("v%d", v)))
@@ -113,4 +122,52 @@ racing:
 			t.Errorf("explain %s answers %q; DNS answers %s", q.name, ex.Answer, q.want)
 		}
 	}
+}
+
+// queryLoad sends queries at a steady rate from 4 goroutines and counts those that got
+// no answer within 2 s.
+type queryLoad struct {
+	end        chan struct{}
+	wg         sync.WaitGroup
+	sent, lost atomic.Int64
+}
+
+func startQueryLoad(t *testing.T, addr, name string, perSecond int) *queryLoad {
+	l := &queryLoad{end: make(chan struct{})}
+	const workers = 4
+	for range workers {
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			c := &dns.Client{Timeout: 2 * time.Second}
+			m := new(dns.Msg)
+			m.SetQuestion(name, dns.TypeTXT)
+			tick := time.NewTicker(time.Second * workers / time.Duration(perSecond))
+			defer tick.Stop()
+			for range 10 * 60 * perSecond { // bounded: ten minutes' worth
+				select {
+				case <-l.end:
+					return
+				case <-tick.C:
+				}
+				l.sent.Add(1)
+				if r, _, err := c.Exchange(m, addr); err != nil || r.Rcode != dns.RcodeSuccess {
+					l.lost.Add(1)
+				}
+			}
+		}()
+	}
+	t.Cleanup(func() { l.stop() })
+	return l
+}
+
+// stop ends the load (once) and returns how many queries were sent and lost.
+func (l *queryLoad) stop() (sent, lost int64) {
+	select {
+	case <-l.end:
+	default:
+		close(l.end)
+	}
+	l.wg.Wait()
+	return l.sent.Load(), l.lost.Load()
 }
