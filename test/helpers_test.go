@@ -114,16 +114,9 @@ func metricValue(fams map[string]*dto.MetricFamily, name string, want map[string
 		return 0
 	}
 	sum := 0.0
-next:
 	for _, m := range mf.GetMetric() {
-		have := map[string]string{}
-		for _, l := range m.GetLabel() {
-			have[l.GetName()] = l.GetValue()
-		}
-		for k, v := range want {
-			if have[k] != v {
-				continue next
-			}
+		if !hasLabels(m, want) {
+			continue
 		}
 		switch {
 		case m.Counter != nil:
@@ -135,6 +128,29 @@ next:
 		}
 	}
 	return sum
+}
+
+// hasLabels reports whether m's labels include every name/value pair of want.
+func hasLabels(m *dto.Metric, want map[string]string) bool {
+	for k, v := range want {
+		found := false
+		for _, l := range m.GetLabel() {
+			found = found || (l.GetName() == k && l.GetValue() == v)
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// labelPairs turns name/value pairs into a map (an odd last name is dropped).
+func labelPairs(labels ...string) map[string]string {
+	want := map[string]string{}
+	for i := 0; i+1 < len(labels); i += 2 {
+		want[labels[i]] = labels[i+1]
+	}
+	return want
 }
 
 // series lists the samples of family name, for failure messages.

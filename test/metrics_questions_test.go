@@ -107,18 +107,9 @@ func TestMetricsAnswerOperatorQuestions(t *testing.T) {
 // hasSeries reports whether family name has a series whose labels include the
 // name/value pairs labels.
 func hasSeries(f map[string]*dto.MetricFamily, name string, labels ...string) bool {
+	want := labelPairs(labels...)
 	for _, m := range f[name].GetMetric() {
-		have := map[string]string{}
-		for _, l := range m.Label {
-			have[l.GetName()] = l.GetValue()
-		}
-		match := true
-		for i := 0; i+1 < len(labels); i += 2 {
-			if have[labels[i]] != labels[i+1] {
-				match = false
-			}
-		}
-		if match {
+		if hasLabels(m, want) {
 			return true
 		}
 	}

@@ -36,11 +36,7 @@ func probingWaitMetrics(t *testing.T, url string, within time.Duration, what str
 // probingMetric is the value of the healthroute family name (without the
 // coredns_healthroute_ prefix) for the label pairs given, 0 when absent.
 func probingMetric(fams map[string]*dto.MetricFamily, name string, labels ...string) float64 {
-	want := map[string]string{}
-	for i := 0; i+1 < len(labels); i += 2 {
-		want[labels[i]] = labels[i+1]
-	}
-	return metricValue(fams, metricPrefix+name, want)
+	return metricValue(fams, metricPrefix+name, labelPairs(labels...))
 }
 
 // probingWaitOutput waits until the server's output contains s, failing the test
