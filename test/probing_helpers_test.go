@@ -17,9 +17,21 @@ import (
 // that fails (the listener restarting on a reload) counts as cond not holding.
 func probingWaitMetrics(t *testing.T, url string, within time.Duration, what string, cond func(map[string]*dto.MetricFamily) bool) map[string]*dto.MetricFamily {
 	t.Helper()
+	fams, _ := probingWaitMetricsAt(t, url, within, what, cond)
+	return fams
+}
+
+// probingWaitMetricsAt is probingWaitMetrics that also returns when the scrape that
+// satisfied cond began: what it saw had happened by then, however long the scrape
+// itself took (a scrape of a thousand checks' histograms takes a while on a loaded
+// machine).
+func probingWaitMetricsAt(t *testing.T, url string, within time.Duration, what string, cond func(map[string]*dto.MetricFamily) bool) (map[string]*dto.MetricFamily, time.Time) {
+	t.Helper()
 	var fams map[string]*dto.MetricFamily
 	var last error
+	var began time.Time
 	waitUntil(t, within, what, func() bool {
+		began = time.Now()
 		resp, err := httpClient.Get(url)
 		if err != nil {
 			last = err
@@ -30,7 +42,7 @@ func probingWaitMetrics(t *testing.T, url string, within time.Duration, what str
 		fams, last = p.TextToMetricFamilies(resp.Body)
 		return last == nil && cond(fams)
 	}, func() string { return fmt.Sprintf("last scrape error: %v", last) })
-	return fams
+	return fams, began
 }
 
 // probingMetric is the value of the healthroute family name (without the
