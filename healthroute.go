@@ -136,7 +136,12 @@ func (h *HealthRoute) message(ctx context.Context, w dns.ResponseWriter, r *dns.
 		}
 		return nil, w, 0
 	}
-	m := new(dns.Msg)
+	var m *dns.Msg
+	if ans.out != nil {
+		m = &ans.out.msg // allocated with the answer built for this query
+	} else {
+		m = new(dns.Msg)
+	}
 	m.SetReply(r)
 	m.Authoritative, m.Rcode, m.Answer, m.Ns, m.Extra = !ans.Referral, ans.Rcode, ans.RRs, ans.Ns, ans.Extra // shared, read-only
 	if ecs != nil {
