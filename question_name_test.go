@@ -40,3 +40,20 @@ func checkQuestionName(t *testing.T, name string) {
 		t.Errorf("questionOf(%q) = %q, %d; want %q, %d", name, got, qt, want, dns.TypeAAAA)
 	}
 }
+
+// BenchmarkQuestionName: the name of a query, taken as questionOf does, against
+// escaping and lower-casing it as request.Request's Name does.
+func BenchmarkQuestionName(b *testing.B) {
+	m := new(dns.Msg)
+	m.SetQuestion("n004217.example.org.", dns.TypeA)
+	b.Run("questionOf", func(b *testing.B) {
+		for b.Loop() {
+			questionOf(m)
+		}
+	})
+	b.Run("escaped-lowered", func(b *testing.B) {
+		for b.Loop() {
+			_ = strings.ToLower(dns.Name(m.Question[0].Name).String())
+		}
+	})
+}
