@@ -28,9 +28,10 @@ const cacheLine = 128
 // slotsPerP is how many series a P counts in slots of its own.
 const slotsPerP = 64
 
-// Slots counts, for a slice of counters indexed by series number, the series busiest
-// on each P in slots of that P: the series that every query of a popular name adds
-// to, which would otherwise be a cache line that every core writes. A series takes a
+// Slots counts, for a slice of counters indexed by series number, the first series
+// each P counts (a popular name's among them: it is asked early and often) in slots of
+// that P: the series that every query of a popular name adds to would otherwise be a
+// cache line that every core writes. A series takes a
 // free slot of the two its number maps to the first time it is counted on a P, and
 // keeps it: its count there never moves back to the slice, so a reader summing the
 // slice and the slots never sees a count twice or misses one. A series whose slots are
