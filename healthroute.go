@@ -136,7 +136,12 @@ func (h *HealthRoute) message(ctx context.Context, w dns.ResponseWriter, r *dns.
 		}
 		return nil, w, 0
 	}
-	m := new(dns.Msg)
+	var m *dns.Msg
+	if ans.out != nil {
+		m = &ans.out.msg // allocated with the answer built for this query
+	} else {
+		m = new(dns.Msg)
+	}
 	m.SetReply(r)
 	m.Authoritative, m.Rcode, m.Answer, m.Ns, m.Extra = !ans.Referral, ans.Rcode, ans.RRs, ans.Ns, ans.Extra // shared, read-only
 	if ecs != nil {
@@ -147,12 +152,37 @@ func (h *HealthRoute) message(ctx context.Context, w dns.ResponseWriter, r *dns.
 }
 
 // questionOf returns the question's name and type as request.Request's Name and QType
-// do (".", 0 without a question), without that struct on the query's stack.
+// do (".", 0 without a question), without that struct on the query's stack. A name
+// of lower-case letters, digits, hyphens, underscores and dots, nearly every name
+// asked, is its own presentation and lower-cased form: it is used as it is, after one
+// pass over it, where escaping and lower-casing would take two more.
 func questionOf(r *dns.Msg) (string, uint16) {
 	if len(r.Question) == 0 {
 		return ".", 0
 	}
-	return strings.ToLower(dns.Name(r.Question[0].Name).String()), r.Question[0].Qtype
+	name := r.Question[0].Name
+	if !plainName(name) {
+		name = strings.ToLower(dns.Name(name).String())
+	}
+	return name, r.Question[0].Qtype
+}
+
+// plainBytes are the bytes that need neither escaping nor lower-casing in a name.
+var plainBytes = func() (t [256]bool) {
+	for c := range 256 {
+		t[c] = 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.'
+	}
+	return t
+}()
+
+// plainName reports whether every byte of name is plain (plainBytes).
+func plainName(name string) bool {
+	for i := 0; i < len(name); i++ {
+		if !plainBytes[name[i]] {
+			return false
+		}
+	}
+	return true
 }
 
 // existsWriter passes the next plugin's answer for a name the block has records at (or

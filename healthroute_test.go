@@ -120,8 +120,8 @@ func TestServeDNSClientSubnet(t *testing.T) {
 	}
 }
 
-// BenchmarkServeDNS measures the whole handler per policy; its allocations are the
-// response message's own.
+// BenchmarkServeDNS measures the whole handler per policy, a multivalue answer and a
+// two-step CNAME chase into it included; its allocations are the response message's own.
 func BenchmarkServeDNS(b *testing.B) {
 	h := testHandler(b, `healthroute {`+checks+`
 		record w.example.org. weighted {
@@ -137,8 +137,19 @@ func BenchmarkServeDNS(b *testing.B) {
 			cidr 10.240.0.0/16 alias f.example.org.
 			default A 192.0.2.9
 		}
+		record m.example.org. multivalue {
+			value A 192.0.2.1 check c1
+			value A 192.0.2.2 check c2
+			value A 192.0.2.3 check c3
+		}
+		record c.example.org. simple {
+			CNAME cc.example.org.
+		}
+		record cc.example.org. weighted {
+			weight 1 CNAME m.example.org.
+		}
 	}`)
-	for _, name := range []string{"w.example.org.", "f.example.org.", "ip.example.org."} {
+	for _, name := range []string{"w.example.org.", "f.example.org.", "ip.example.org.", "m.example.org.", "c.example.org."} {
 		b.Run(name, func(b *testing.B) {
 			q := new(dns.Msg)
 			q.SetQuestion(name, dns.TypeA)

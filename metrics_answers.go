@@ -8,6 +8,8 @@ import (
 
 	"github.com/coredns/coredns/plugin"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/healthroute/healthroute/internal/percpu"
 )
 
 // Answer metrics. answers_total has a series for each member (set identifier) of
@@ -19,6 +21,10 @@ import (
 // numbers, 8 bytes a series, and a scrape walks the configuration in numbering order
 // for the labels. An answer whose query's zone is not its record set's own (an alias
 // into another zone of the block) is the exception, counted in a map by its labels.
+//
+// The series that a core answers most are counted in slots of that core's own
+// (percpu.Slots), so that queries for one popular name on several cores do not all write
+// one cache line; a scrape adds them to the slice's counts.
 //
 // A reload's block continues the series of the block it replaces (the same server
 // and a zone in common) when it starts, or on its first query on that server if that
@@ -102,12 +108,13 @@ func (f *answerFamily) Collect(ch chan<- prometheus.Metric) {
 	f.mu.Unlock()
 	for _, qc := range counting.all {
 		c := &qc.c[f.which]
+		hot := c.hotCounts()
 		moved := qc.next.Load() != nil
 		// A running block's last-resort series exist at 0 (alerts and ratios need
 		// them before the first); answers_total's, one per member, only once counted.
 		zeros := f.which == resortSeries && !moved && !qc.retired
 		walkSeries(qc.cfg, f.which, func(n int32, zone, record, member string) {
-			if v := c.n[n].Load(); (v > 0 || zeros) && !(moved && c.remap[n] >= 0) { // moved: the successor reports it
+			if v := c.n[n].Load() + hot[n]; (v > 0 || zeros) && !(moved && c.remap[n] >= 0) { // moved: the successor reports it
 				metric(v, qc.server, zone, record, member)
 			}
 		})
@@ -237,7 +244,31 @@ type queryCounters struct {
 // seriesCounts is a block's counts of one kind of series.
 type seriesCounts struct {
 	n     []atomic.Uint64 // by series number
+	hot   *percpu.Slots   // and the series each core answers most, in slots of its own
 	remap []int32         // once adopted: each series' number in the successor, -1 for a dropped one
+}
+
+func newSeriesCounts(series int32) seriesCounts {
+	return seriesCounts{n: make([]atomic.Uint64, series), hot: percpu.NewSlots()}
+}
+
+// inc counts one for series n.
+func (c *seriesCounts) inc(n int32, v uint64) {
+	if v != 1 || !c.hot.Add(n) {
+		c.n[n].Add(v)
+	}
+}
+
+// hotCounts returns the counts in the cores' slots by series (nil for none).
+func (c *seriesCounts) hotCounts() map[int32]uint64 {
+	var hot map[int32]uint64
+	c.hot.Each(func(n int32, v uint64) {
+		if hot == nil {
+			hot = map[int32]uint64{}
+		}
+		hot[n] += v
+	})
+	return hot
 }
 
 // add counts v answers of series n of kind which, where they are counted now.
@@ -246,7 +277,7 @@ func (qc *queryCounters) add(which int, n int32, v uint64) {
 		c := &qc.c[which]
 		nx := qc.next.Load()
 		if nx == nil || c.remap[n] < 0 {
-			c.n[n].Add(v)
+			c.inc(n, v)
 			return
 		}
 		qc, n = nx, c.remap[n]
@@ -261,8 +292,8 @@ func (h *HealthRoute) counters(server string) *queryCounters {
 	v, ok := h.serverCounters.Load(server)
 	if !ok {
 		qc := &queryCounters{server: server, cfg: h.cfg}
-		qc.c[answerSeries].n = make([]atomic.Uint64, h.cfg.series[answerSeries])
-		qc.c[resortSeries].n = make([]atomic.Uint64, h.cfg.series[resortSeries])
+		qc.c[answerSeries] = newSeriesCounts(h.cfg.series[answerSeries])
+		qc.c[resortSeries] = newSeriesCounts(h.cfg.series[resortSeries])
 		if v, ok = h.serverCounters.LoadOrStore(server, qc); !ok {
 			counting.add(qc)
 		}
@@ -369,6 +400,7 @@ func (p *queryCounters) sweep() {
 				}
 			}
 		}
+		c.hot.Take(func(n int32) bool { return c.remap[n] >= 0 }, func(n int32, v uint64) { nx.add(which, c.remap[n], v) })
 	}
 }
 
@@ -381,7 +413,7 @@ func (h *HealthRoute) count(server string, ans *answer) {
 	}
 	if qc := h.lastCounters.Load(); qc != nil && qc.server == server && ans.leaf != nil && ans.resortSet == nil &&
 		qc.next.Load() == nil && ans.Zone == h.cfg.Zones[ans.leafSet.zone] {
-		qc.c[answerSeries].n[ans.leaf.series].Add(1)
+		qc.c[answerSeries].inc(ans.leaf.series, 1)
 		return
 	}
 	h.countSlow(server, ans)

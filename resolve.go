@@ -42,10 +42,41 @@ type answer struct {
 	// Referral: a delegation's NS records in Ns, not authoritative.
 	Referral bool
 
+	// out, once an answer is built per query (a multivalue set's records, a CNAME
+	// chain), is the reply message that holds it; buf is the free room after what is
+	// built so far (see room).
+	out *replyMsg
+	buf []dns.RR
+
 	leafSet   *recordSet // the record set the answer came from (metrics)
 	leaf      *mnode     // and its member; nil for a multivalue set
 	resortSet *recordSet // the deepest record set that answered in its last resort, if any
 	chase     bool       // step: a CNAME that chase follows
+}
+
+// replyRoom is how many records an answer built per query holds without allocating
+// beyond its reply: eight multivalue records and a CNAME chain of up to maxChase steps,
+// with room to spare.
+const replyRoom = 16
+
+// replyMsg is the reply message and the room of an answer built per query, in one
+// allocation: a multivalue answer or a CNAME chain costs nothing beyond the reply.
+type replyMsg struct {
+	msg dns.Msg
+	rrs [replyRoom]dns.RR
+}
+
+// room returns the free room to append an answer built per query to (length 0), in
+// the reply, which it allocates the first time. An answer longer than the room
+// outgrows it as any slice does.
+func (ans *answer) room() []dns.RR {
+	if ans.buf == nil {
+		if ans.out == nil {
+			ans.out = new(replyMsg)
+		}
+		ans.buf = ans.out.rrs[:0]
+	}
+	return ans.buf[:0]
 }
 
 // resolver answers queries from the latest compiled table. It is safe for concurrent
@@ -318,7 +349,7 @@ const maxChase = 8
 // it), at a name already in the chain (a loop), and after maxChase steps.
 func (r *resolver) chase(t *table, q *query, ans *answer) {
 	p := t.plan
-	chain := append(make([]dns.RR, 0, len(ans.RRs)+2), ans.RRs...)
+	chain := append(ans.room(), ans.RRs...) // in place when the first step built its RRs in the room
 	ans.chase = false
 	for range maxChase {
 		target := chain[len(chain)-1].(*dns.CNAME).Target
@@ -327,18 +358,18 @@ func (r *resolver) chase(t *table, q *query, ans *answer) {
 			break
 		}
 		if p.cuts != nil {
-			var ref answer
+			ref := answer{out: ans.out, buf: chain[len(chain):]}
 			if r.referral(t, q, target, zone, &ref) {
 				ans.Ns, ans.Extra = ref.Ns, ref.Extra // the CNAME, and where its target is delegated
 				break
 			}
 		}
-		var next answer
+		next := answer{out: ans.out, buf: chain[len(chain):]} // a step built per query lands after the chain
 		r.step(t, q, target, zone, &next)
 		if next.Pass && p.fall.Through(target) {
 			break // the next plugin's name: the client's resolver asks for it
 		}
-		chain = append(chain, next.RRs...)
+		chain = append(chain, next.RRs...) // in place when next built its RRs in the room
 		ans.Scope = max(ans.Scope, next.Scope)
 		ans.Rcode, ans.Ns = next.Rcode, next.Ns // Zone stays the question's (metrics)
 		if !next.chase {
@@ -443,7 +474,7 @@ func (r *resolver) walk(t *table, e *entry, n *node, q *query, ans *answer) (rrs
 				ans.resortSet = n.set
 			}
 			ans.leaf = nil
-			rrs := r.pickSet(t.plan, e, n, st)
+			rrs := r.pickSet(t.plan, e, n, st, ans.room())
 			if q.trace != nil {
 				r.explain(t, n, q, -1)
 			}
@@ -495,8 +526,9 @@ func (r *resolver) pick(st *nodeState) int32 {
 const maxMultivalue = 8
 
 // pickSet answers a multivalue node: every candidate when there are at most eight, else
-// eight distinct ones at random, in random order. The slice is the response's own.
-func (r *resolver) pickSet(p *plan, e *entry, n *node, st *nodeState) []dns.RR {
+// eight distinct ones at random, in random order, appended to out (the reply's room:
+// the slice is the response's own).
+func (r *resolver) pickSet(p *plan, e *entry, n *node, st *nodeState, out []dns.RR) []dns.RR {
 	k := len(st.cands)
 	var chosen [maxMultivalue]int32
 	if k <= maxMultivalue {
@@ -514,11 +546,6 @@ func (r *resolver) pickSet(p *plan, e *entry, n *node, st *nodeState) []dns.RR {
 		j := r.rand(uint64(i + 1))
 		chosen[i], chosen[j] = chosen[j], chosen[i]
 	}
-	size := 0
-	for _, i := range chosen[:k] {
-		size += n.members[i].values()
-	}
-	out := make([]dns.RR, 0, size)
 	for _, i := range chosen[:k] {
 		out = append(out, e.leaf(p, n, &n.members[i]).rrs()...)
 	}

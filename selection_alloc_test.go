@@ -1,9 +1,12 @@
 package healthroute
 
 import (
+	"context"
 	"net/netip"
 	"testing"
 
+	"github.com/coredns/coredns/plugin/pkg/dnstest"
+	"github.com/coredns/coredns/plugin/test"
 	"github.com/miekg/dns"
 )
 
@@ -55,12 +58,36 @@ const selectionAllocBlock = `healthroute {` + checks + `
 		weight 10 alias latency.example.org.
 		weight 10 A 192.0.2.9 check c4
 	}
+	record cname.example.org. simple {
+		CNAME weighted.example.org.
+	}
+	record chain.example.org. failover {
+		primary   CNAME cname.example.org. check c3
+		secondary CNAME tomulti.example.org.
+	}
+	record tomulti.example.org. weighted {
+		weight 1 CNAME multi.example.org.
+	}
 }`
 
-// TestSelectionAllocatesNothing holds README's claim that selection itself allocates
-// nothing: every policy's path through Resolve, healthy, partly failed, and in its
-// last resort, with and without a client location. The one allocation is a
-// multivalue answer's record slice, which differs per query.
+// selectionNames are selectionAllocBlock's names: a policy each, then the CNAME chases
+// (to a weighted name; through two CNAMEs to it or, with c3 down, to the multivalue set).
+var selectionNames = []string{"simple", "weighted", "failover", "multi", "latency", "geo", "prox", "ip", "tree", "pool",
+	"cname", "chain", "tomulti"}
+
+// resolveInto answers q as the handler does, with reply as the message that an answer
+// built per query (a multivalue set's records, a CNAME chain) is built in: allocations
+// counted around it are the resolver's beyond the reply.
+func resolveInto(r *resolver, q query, reply *replyMsg) answer {
+	ans := answer{out: reply}
+	r.resolve(&q, &ans)
+	return ans
+}
+
+// TestSelectionAllocatesNothing holds the claim that selection allocates nothing beyond
+// the reply message: every policy's path through the resolver, a multivalue answer and
+// CNAME chases included, healthy, partly failed, and in its last resort, with and
+// without a client location.
 func TestSelectionAllocatesNothing(t *testing.T) {
 	r, cfg := testResolver(t, selectionAllocBlock)
 	r.Rand = nil // the production random source
@@ -68,27 +95,58 @@ func TestSelectionAllocatesNothing(t *testing.T) {
 	ie := clientLocation{Country: "IE", Continent: "EU", Lat: 53.3, Lon: -6.3, HasCoords: true}
 	client := netip.MustParsePrefix("198.51.100.0/24")
 	other := netip.MustParsePrefix("203.0.113.7/32")
-	for _, down := range [][]string{nil, {"c1"}, {"c1", "c2", "c3", "c4"}} {
+	reply := new(replyMsg)
+	for _, down := range [][]string{nil, {"c1"}, {"c3"}, {"c1", "c2", "c3", "c4"}} {
 		r.Publish(snapshot(cfg, down...))
-		for _, name := range []string{"simple", "weighted", "failover", "multi", "latency", "geo", "prox", "ip", "tree", "pool"} {
+		for _, name := range selectionNames {
 			for _, q := range []query{
 				{Name: name + ".example.org.", Type: dns.TypeA, Client: client, Loc: us},
 				{Name: name + ".example.org.", Type: dns.TypeA, Client: other, Loc: ie},
 				{Name: name + ".example.org.", Type: dns.TypeA, Client: other},
 				{Name: name + ".example.org.", Type: dns.TypeAAAA, Client: client, Loc: us},
 			} {
-				if len(r.Resolve(q).RRs) == 0 && q.Type == dns.TypeA {
+				ans := resolveInto(r, q, reply)
+				if len(ans.RRs) == 0 && q.Type == dns.TypeA {
 					t.Fatalf("down %v: %s from %s: no answer", down, q.Name, q.Client)
 				}
-				want := 0.0
-				if name == "multi" && q.Type == dns.TypeA {
-					want = 1 // the answer itself: a random subset in random order, built per query
+				if built := ans.out != nil && len(ans.RRs) > 0 && &ans.RRs[0] == &reply.rrs[0]; (name == "multi" || name == "cname" || name == "tomulti") &&
+					q.Type == dns.TypeA && !built {
+					t.Errorf("down %v: %s: answer %v not built in the reply", down, q.Name, ans.RRs)
 				}
-				if n := testing.AllocsPerRun(50, func() { r.Resolve(q) }); n != want {
-					t.Errorf("down %v: %s %s from %s (%+v): %v allocations per query, want %v",
-						down, q.Name, dns.TypeToString[q.Type], q.Client, q.Loc, n, want)
+				if n := testing.AllocsPerRun(50, func() { resolveInto(r, q, reply) }); n != 0 {
+					t.Errorf("down %v: %s %s from %s (%+v): %v allocations per query beyond the reply, want 0",
+						down, q.Name, dns.TypeToString[q.Type], q.Client, q.Loc, n)
 				}
 			}
+		}
+	}
+}
+
+// TestReplyHoldsAnswerBuiltPerQuery: through the handler, a multivalue answer and a
+// CNAME chase (one and two steps, into the multivalue set) cost the same allocations as
+// a single member's answer, and their replies carry the whole answer.
+func TestReplyHoldsAnswerBuiltPerQuery(t *testing.T) {
+	h := testHandler(t, selectionAllocBlock)
+	h.resolver.Publish(snapshot(h.cfg, "c3")) // chain goes by tomulti to multi
+	w := &test.ResponseWriter{RemoteIP: "203.0.113.7"}
+	ctx := context.Background()
+	allocs := func(name string) float64 {
+		q := new(dns.Msg)
+		q.SetQuestion(name, dns.TypeA)
+		rec := dnstest.NewRecorder(w)
+		h.ServeDNS(ctx, rec, q)
+		if rec.Msg == nil || rec.Msg.Rcode != dns.RcodeSuccess || len(rec.Msg.Answer) == 0 {
+			t.Fatalf("%s: reply %v", name, rec.Msg)
+		}
+		if n := len(rec.Msg.Answer); name == "chain.example.org." && n != 5 { // chain, tomulti, and multi's three healthy values
+			t.Errorf("%s: %d records in the answer, want 5: %v", name, n, rec.Msg.Answer)
+		}
+		return testing.AllocsPerRun(100, func() { h.ServeDNS(ctx, w, q) })
+	}
+	single := allocs("weighted.example.org.")
+	for _, name := range []string{"multi.example.org.", "cname.example.org.", "tomulti.example.org.", "chain.example.org."} {
+		if n := allocs(name); n != single {
+			t.Errorf("%s: %v allocations per query, want %v as a single member's answer", name, n, single)
 		}
 	}
 }

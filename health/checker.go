@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"strings"
 	"sync"
@@ -149,13 +150,15 @@ func traceFrom(ctx context.Context) *trace {
 // the reserve's back and tries once more. It notes on tr (which may be nil) a
 // failure of this process's own, so the scheduler can tell it from the endpoint's.
 func (tr *trace) dial(ctx context.Context, network, addr string) (net.Conn, error) {
-	var d net.Dialer
+	// No TCP keep-alive: a probe's connection ends long before the first keep-alive
+	// would be sent, and enabling it costs four system calls a connection.
+	d := net.Dialer{KeepAlive: -1}
 	start := time.Now()
-	c, err := d.DialContext(ctx, network, addr)
+	c, err := dialOnce(ctx, &d, network, addr)
 	out := outOfFDs(err)
 	if out && fdReserve.take() {
 		start = time.Now()
-		c, err = d.DialContext(ctx, network, addr)
+		c, err = dialOnce(ctx, &d, network, addr)
 		out = outOfFDs(err)
 	}
 	if err == nil {
@@ -165,6 +168,24 @@ func (tr *trace) dial(ctx context.Context, network, addr string) (net.Conn, erro
 		tr.local.Store(true)
 	}
 	return c, err
+}
+
+// dialOnce dials addr with d. A TCP address that is an IP address and port, as most
+// targets are, is dialled as it is, without parsing it into a list of addresses to try.
+func dialOnce(ctx context.Context, d *net.Dialer, network, addr string) (net.Conn, error) {
+	if network == "tcp" {
+		if ap, err := netip.ParseAddrPort(addr); err == nil {
+			c, err := d.DialTCP(ctx, network, netip.AddrPort{}, ap)
+			if err != nil {
+				if oe, ok := err.(*net.OpError); ok {
+					oe.Source = nil // no local address was asked for: say so as DialContext does
+				}
+				return nil, err // not a nil *TCPConn in a non-nil net.Conn
+			}
+			return c, nil
+		}
+	}
+	return d.DialContext(ctx, network, addr)
 }
 
 // outOfFDs reports whether a dial failed for want of a file descriptor. The

@@ -80,24 +80,34 @@ func reset(c net.Conn) {
 // yesterday: probes must not care.
 func expiredCert(t *testing.T) tls.Certificate {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	cert, err := selfSignedCert(time.Now().Add(-48*time.Hour), time.Now().Add(-24*time.Hour))
 	if err != nil {
 		t.Fatal(err)
+	}
+	return cert
+}
+
+// selfSignedCert returns a self-signed ECDSA P-256 certificate for example.org, valid
+// from notBefore to notAfter.
+func selfSignedCert(notBefore, notAfter time.Time) (tls.Certificate, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, err
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(1),
 		Subject:      pkix.Name{CommonName: "example.org"},
 		DNSNames:     []string{"example.org"},
-		NotBefore:    time.Now().Add(-48 * time.Hour),
-		NotAfter:     time.Now().Add(-24 * time.Hour),
+		NotBefore:    notBefore,
+		NotAfter:     notAfter,
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
-		t.Fatal(err)
+		return tls.Certificate{}, err
 	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
 }
 
 // wantResult checks a probe result against the expectation: "" means pass,

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -145,13 +146,23 @@ func (c *httpChecker) Check(ctx context.Context) error {
 	return c.judge(&firstByteReader{conn, traceFrom(ctx)}, func() error { return setDeadline(ctx, conn, c.body) })
 }
 
+// headReaders are the 4 KiB buffers judge reads responses through, reused: a buffer
+// each probe was most of the garbage probing makes, and every collection scans each
+// check's goroutine stack.
+var headReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4096) }}
+
 // judge reads a response from r and decides the probe: the status line and
 // headers (at most maxHeaderBytes), the status range, then with a match string the
 // body, decoded, up to MatchWindow bytes (at most maxRawBody bytes read). toBody is
 // called between the headers and the body: the body's deadline.
 func (c *httpChecker) judge(r io.Reader, toBody func() error) error {
 	lim := &io.LimitedReader{R: r, N: maxHeaderBytes}
-	br := bufio.NewReaderSize(lim, 4096)
+	br := headReaders.Get().(*bufio.Reader) // nothing keeps it past judge
+	br.Reset(lim)
+	defer func() {
+		br.Reset(nil)
+		headReaders.Put(br)
+	}()
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil {
 		if lim.N == 0 {
