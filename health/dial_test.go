@@ -5,13 +5,15 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/healthroute/healthroute/internal/coretest"
 )
 
 // TestDialErrorsAsDialContext: a probe's connection to an IP address and port fails
 // with the words net.Dialer.DialContext uses (the status page and logs show them),
 // refused and timed out alike, and an address by name still dials.
 func TestDialErrorsAsDialContext(t *testing.T) {
-	addr := closedPort(t)
+	addr := coretest.ClosedPort(t)
 	var d net.Dialer
 	ctx := t.Context()
 	_, want := d.DialContext(ctx, "tcp", addr)
