@@ -41,6 +41,8 @@ type registry struct {
 	// OnRestartFailed (undo them).
 	reloading bool
 	pending   []*HealthRoute
+
+	api apiRegistry // the Route 53-compatible API's listeners and blocks
 }
 
 // shared is the registry of the running process. Tests build their own.

@@ -58,17 +58,20 @@ type Request struct {
 	Override   map[string]string `json:"override,omitempty"`
 	BreakGlass []string          `json:"break_glass,omitempty"`
 	Read       bool              `json:"read,omitempty"`
+	API        *APICommand       `json:"api,omitempty"`
 }
 
 // reply is the leader's answer to a forwarded request.
 type reply struct {
-	Err     string `json:"error,omitempty"`
-	Rule    string `json:"rule,omitempty"`
-	Refused bool   `json:"refused,omitempty"`
-	Quorum  bool   `json:"quorum,omitempty"`  // the leader lost its majority
-	Unknown bool   `json:"unknown,omitempty"` // ... after the change was proposed
-	State   *State `json:"state,omitempty"`
-	Index   uint64 `json:"index,omitempty"` // the raft index the change was applied at
+	Err      string   `json:"error,omitempty"`
+	Rule     string   `json:"rule,omitempty"`
+	Code     string   `json:"code,omitempty"`
+	Messages []string `json:"messages,omitempty"`
+	Refused  bool     `json:"refused,omitempty"`
+	Quorum   bool     `json:"quorum,omitempty"`  // the leader lost its majority
+	Unknown  bool     `json:"unknown,omitempty"` // ... after the change was proposed
+	State    *State   `json:"state,omitempty"`
+	Index    uint64   `json:"index,omitempty"` // the raft index the change was applied at
 }
 
 // ErrNoQuorum matches errors of changes refused because this member reaches no
@@ -435,7 +438,7 @@ func (r reply) err() error {
 	case r.Err == "":
 		return nil
 	case r.Refused:
-		return &Refusal{Rule: r.Rule, Reason: r.Err}
+		return &Refusal{Rule: r.Rule, Reason: r.Err, Code: r.Code, Messages: r.Messages}
 	case r.Quorum:
 		return &QuorumError{Msg: r.Err, Unknown: r.Unknown}
 	}
@@ -455,7 +458,7 @@ func (n *Node) lead(req Request) reply {
 	}
 	p := n.policy.Load()
 	cmd := Command{Time: time.Now().UTC(), Token: req.Token, Member: req.Member, Reason: req.Reason, Set: req.Set,
-		Override: req.Override, BreakGlass: req.BreakGlass, Rules: p.Rules, Controls: p.Controls, Checks: p.Checks}
+		Override: req.Override, BreakGlass: req.BreakGlass, Rules: p.Rules, Controls: p.Controls, Checks: p.Checks, API: req.API}
 	b, err := json.Marshal(cmd)
 	if err != nil {
 		return reply{Err: err.Error()}
@@ -475,7 +478,7 @@ func (n *Node) lead(req Request) reply {
 	if resp, ok := f.Response().(error); ok && resp != nil {
 		var ref *Refusal
 		if errors.As(resp, &ref) {
-			return reply{Err: ref.Reason, Rule: ref.Rule, Refused: true, Index: f.Index()}
+			return reply{Err: ref.Reason, Rule: ref.Rule, Code: ref.Code, Messages: ref.Messages, Refused: true, Index: f.Index()}
 		}
 		return reply{Err: resp.Error(), Index: f.Index()}
 	}
