@@ -1,0 +1,135 @@
+package test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/route53"
+	"github.com/aws/aws-sdk-go-v2/service/route53/types"
+	"github.com/miekg/dns"
+
+	"github.com/healthroute/healthroute/internal/coretest"
+	"github.com/healthroute/healthroute/r53api"
+)
+
+// r53Fleet is three CoreDNS processes in one fleet, each serving example.org and
+// the Route 53 API, the API's state replicated among them.
+type r53Fleet struct {
+	corefiles []string
+	dns, apis []string
+	ports     []int
+	srvs      []*coretest.Server
+}
+
+func newR53Fleet(t *testing.T) *r53Fleet {
+	t.Helper()
+	coretest.Binary(t)
+	dir := t.TempDir()
+	keys := writeR53Keys(t, dir)
+	key := make([]byte, 32)
+	rand.Read(key)
+	keyFile := filepath.Join(dir, "gossip.key")
+	if err := os.WriteFile(keyFile, []byte(base64.StdEncoding.EncodeToString(key)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const n = 3
+	type ports struct{ dns, api, gossip, ctl int }
+	var ps []ports
+	for range n {
+		ps = append(ps, ports{coretest.FreePort(t), coretest.FreePort(t), coretest.FreePort(t), coretest.FreePort(t)})
+	}
+	f := &r53Fleet{}
+	for i, p := range ps {
+		var join, voters []string
+		for j, o := range ps {
+			if j != i {
+				join = append(join, fmt.Sprintf("127.0.0.1:%d", o.gossip))
+			}
+			voters = append(voters, fmt.Sprintf("dns-%c=127.0.0.1:%d", 'a'+j, o.ctl))
+		}
+		f.corefiles = append(f.corefiles, fmt.Sprintf(`example.org:%d {
+	bind 127.0.0.1
+	healthroute {
+		route53_api 127.0.0.1:%d {
+			access_keys %s
+		}
+		fleet {
+			bind 127.0.0.1:%d
+			join %s
+			name dns-%c
+			key_file %s
+		}
+		controls {
+			bind 127.0.0.1:%d
+			data_dir %s
+			voters %s
+		}
+	}
+}`, p.dns, p.api, keys, p.gossip, strings.Join(join, " "), 'a'+i, keyFile, p.ctl, filepath.Join(dir, fmt.Sprintf("state-%d", i)), strings.Join(voters, " ")))
+		f.ports = append(f.ports, p.dns)
+		f.apis = append(f.apis, fmt.Sprintf("127.0.0.1:%d", p.api))
+	}
+	return f
+}
+
+// startAll starts every member, one after the other.
+func (f *r53Fleet) startAll(t *testing.T) {
+	t.Helper()
+	f.srvs = nil
+	for i := range f.corefiles {
+		f.srvs = append(f.srvs, coretest.Start(t, f.corefiles[i], f.ports[i], "example.org"))
+	}
+}
+
+// TestRoute53APIFleetReplicatesAndSurvivesRestart submits a change through member
+// 1 of three: it is INSYNC once all three answer from it, and they do; then every
+// member is stopped and started again: the record sets answer from the first
+// query, and every member's API lists them.
+func TestRoute53APIFleetReplicatesAndSurvivesRestart(t *testing.T) {
+	f := newR53Fleet(t)
+	f.startAll(t)
+	zone := r53api.ZoneID("example.org.")
+	c0 := r53Client(f.apis[0], r53KeyID, r53Secret)
+	ctx := context.Background()
+	start := time.Now()
+	var out *route53.ChangeResourceRecordSetsOutput
+	var err error
+	waitUntil(t, 20*time.Second, "the fleet accepts a change (a leader elected)", func() bool {
+		out, err = c0.ChangeResourceRecordSets(ctx, &route53.ChangeResourceRecordSetsInput{HostedZoneId: aws.String(zone),
+			ChangeBatch: &types.ChangeBatch{Changes: []types.Change{
+				create(aSet("w.example.org", "192.0.2.1", "one", func(rs *types.ResourceRecordSet) { rs.Weight = aws.Int64(1) })),
+				create(aSet("w.example.org", "192.0.2.2", "two", func(rs *types.ResourceRecordSet) { rs.Weight = aws.Int64(0) })),
+			}}})
+		return err == nil
+	}, func() string { return fmt.Sprint(err) })
+	waitInSync(t, c0, aws.ToString(out.ChangeInfo.Id))
+	t.Logf("change INSYNC on 3 members %v after it was submitted", time.Since(start).Round(time.Millisecond))
+	for i, s := range f.srvs {
+		if got := answersA(s.Query(t, "w.example.org", dns.TypeA)); !slices.Equal(got, []string{"192.0.2.1"}) {
+			t.Errorf("member %d answers %v once the change is INSYNC, want 192.0.2.1", i, got)
+		}
+	}
+
+	for _, s := range f.srvs {
+		s.Stop()
+	}
+	f.startAll(t)
+	for i, s := range f.srvs {
+		if got := answersA(s.Query(t, "w.example.org", dns.TypeA)); !slices.Equal(got, []string{"192.0.2.1"}) {
+			t.Errorf("member %d answers %v after the restart, want 192.0.2.1", i, got)
+		}
+		list, err := r53Client(f.apis[i], r53KeyID, r53Secret).ListResourceRecordSets(ctx, &route53.ListResourceRecordSetsInput{HostedZoneId: aws.String(zone)})
+		if err != nil || len(list.ResourceRecordSets) != 2 {
+			t.Errorf("member %d lists %v after the restart (%v), want the 2 record sets", i, list, err)
+		}
+	}
+}
