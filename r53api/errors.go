@@ -9,13 +9,12 @@ import (
 )
 
 // apiError is an error answered as Route 53 answers it: an HTTP status and the
-// ErrorResponse document, or for a refused change batch the InvalidChangeBatch
-// document with one message per change.
+// ErrorResponse document. A refused change batch's message lists every change's
+// message between brackets, as Route 53 writes it ("[msg1, msg2]").
 type apiError struct {
-	status   int
-	code     string
-	message  string
-	messages []string // InvalidChangeBatch
+	status  int
+	code    string
+	message string
 }
 
 func (e *apiError) Error() string { return e.code + ": " + e.message }
@@ -47,7 +46,7 @@ func errAccessDenied(msg string) *apiError {
 func errInput(msg string) *apiError { return newErr(http.StatusBadRequest, "InvalidInput", msg) }
 
 func errBatch(msgs ...string) *apiError {
-	return &apiError{status: http.StatusBadRequest, code: "InvalidChangeBatch", message: strings.Join(msgs, "; "), messages: msgs}
+	return &apiError{status: http.StatusBadRequest, code: "InvalidChangeBatch", message: "[" + strings.Join(msgs, ", ") + "]"}
 }
 
 func errNoZone(id string) *apiError {
@@ -70,17 +69,11 @@ func requestID() string {
 func (e *apiError) write(w http.ResponseWriter) {
 	id := requestID()
 	w.Header().Set("X-Amzn-Requestid", id)
-	var doc any
-	if e.code == "InvalidChangeBatch" {
-		doc = invalidChangeBatch{Xmlns: Namespace, Messages: e.messages, RequestId: id}
-	} else {
-		typ := "Sender"
-		if e.status >= 500 {
-			typ = "Receiver"
-		}
-		doc = errorResponse{Xmlns: Namespace, Error: errorBody{Type: typ, Code: e.code, Message: e.message}, RequestId: id}
+	typ := "Sender"
+	if e.status >= 500 {
+		typ = "Receiver"
 	}
-	writeXML(w, e.status, doc)
+	writeXML(w, e.status, errorResponse{Xmlns: Namespace, Error: errorBody{Type: typ, Code: e.code, Message: e.message}, RequestId: id})
 }
 
 // writeXML answers status with doc.

@@ -162,13 +162,13 @@ func TestBatchTheImporterRefusesIsRefused(t *testing.T) {
 	_, err := c.ChangeResourceRecordSets(ctx, &route53.ChangeResourceRecordSetsInput{HostedZoneId: aws.String(ZoneID("example.org")),
 		ChangeBatch: &types.ChangeBatch{Changes: []types.Change{{Action: types.ChangeActionCreate, ResourceRecordSet: cname}, {Action: types.ChangeActionCreate, ResourceRecordSet: a}}}})
 	var icb *types.InvalidChangeBatch
-	if !errors.As(err, &icb) || !strings.Contains(strings.Join(icb.Messages, " "), "CNAME") {
+	if !errors.As(err, &icb) || !strings.Contains(icb.ErrorMessage(), "CNAME") {
 		t.Errorf("a CNAME beside an A record: %v, want InvalidChangeBatch naming the CNAME", err)
 	}
 	a.Name = aws.String("static.example.org")
 	_, err = c.ChangeResourceRecordSets(ctx, &route53.ChangeResourceRecordSetsInput{HostedZoneId: aws.String(ZoneID("example.org")),
 		ChangeBatch: &types.ChangeBatch{Changes: []types.Change{{Action: types.ChangeActionUpsert, ResourceRecordSet: a}}}})
-	if !errors.As(err, &icb) || !strings.Contains(strings.Join(icb.Messages, " "), "defined in the Corefile (Corefile:7)") {
+	if !errors.As(err, &icb) || !strings.Contains(icb.ErrorMessage(), "defined in the Corefile (Corefile:7)") {
 		t.Errorf("an UPSERT of a Corefile name: %v, want InvalidChangeBatch naming where the Corefile defines it", err)
 	}
 }

@@ -238,12 +238,3 @@ type errorBody struct {
 	Code    string
 	Message string
 }
-
-// invalidChangeBatch is the document of a refused change batch: one message per
-// change refused.
-type invalidChangeBatch struct {
-	XMLName   xml.Name `xml:"InvalidChangeBatch"`
-	Xmlns     string   `xml:"xmlns,attr"`
-	Messages  []string `xml:"Messages>Message"`
-	RequestId string
-}

@@ -107,7 +107,7 @@ func TestRoute53APIBadBatchRefusedWhole(t *testing.T) {
 		_, err := s.client.ChangeResourceRecordSets(ctx, &route53.ChangeResourceRecordSetsInput{HostedZoneId: aws.String(s.zoneID),
 			ChangeBatch: &types.ChangeBatch{Changes: changes}})
 		var icb *types.InvalidChangeBatch
-		if !asInvalidChangeBatch(err, &icb) || !strings.Contains(strings.Join(icb.Messages, " "), want) {
+		if !asInvalidChangeBatch(err, &icb) || !strings.Contains(icb.ErrorMessage(), want) {
 			t.Errorf("batch %q: %v, want InvalidChangeBatch saying %q", want, err, want)
 		}
 	}
