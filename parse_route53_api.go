@@ -96,7 +96,7 @@ func parseRoute53API(c *caddy.Controller, cfg *blockConfig, args []string) error
 // it: the running node's, or before it runs the state file of the data directory.
 func apiState(cfg *blockConfig) (*control.APIState, error) {
 	if n := shared.controlNode(); n != nil {
-		return n.State().API, nil
+		return n.API(), nil
 	}
 	dir := cfg.controlsDir
 	if cfg.Controls != nil {

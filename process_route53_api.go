@@ -152,7 +152,7 @@ func (r *registry) reloadForAPI(kick chan struct{}) {
 		if n == nil {
 			continue
 		}
-		st := n.State().API
+		st := n.API()
 		if st == nil {
 			continue
 		}
@@ -179,7 +179,7 @@ func ackServing(n *control.Node, gen uint64) {
 	}
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
-		if a := n.State().API; a != nil && a.Serves[n.Name()] >= gen {
+		if a := n.API(); a != nil && a.Serves[n.Name()] >= gen {
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

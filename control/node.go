@@ -312,6 +312,15 @@ func (n *Node) SetPolicy(p Policy) {
 // waiting for the network.
 func (n *Node) State() *State { return n.fsm.state() }
 
+// API returns the API's part of the state as this member last applied it, nil
+// before any API command. It is shared, not copied: an applied command replaces
+// the APIState whole and never changes one in place, so callers must only read it.
+func (n *Node) API() *APIState {
+	n.fsm.mu.Lock()
+	defer n.fsm.mu.Unlock()
+	return n.fsm.st.API
+}
+
 // Close stops the node; the data directory keeps the state.
 func (n *Node) Close() {
 	n.closed.Do(func() {

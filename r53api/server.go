@@ -82,6 +82,7 @@ type Server struct {
 
 	mu    sync.Mutex
 	paces map[string]*rate.Limiter // by access key
+	last  *listing                 // the last zone listed, sorted
 
 	throttled atomic.Uint64
 }
@@ -203,7 +204,7 @@ func (s *Server) state() *control.APIState {
 	if n == nil {
 		return &control.APIState{}
 	}
-	if a := n.State().API; a != nil {
+	if a := n.API(); a != nil {
 		return a
 	}
 	return &control.APIState{}

@@ -133,16 +133,56 @@ func (a recordOrder) compare(b recordOrder) int {
 
 // sortedSets returns a zone's API-managed record sets in listing order.
 func sortedSets(st *control.APIState, zone string) []route53.ResourceRecordSet {
+	sets, _ := sortedWithOrder(st, zone)
+	return sets
+}
+
+// sortedWithOrder returns a zone's record sets in listing order, with each one's
+// place.
+func sortedWithOrder(st *control.APIState, zone string) ([]route53.ResourceRecordSet, []recordOrder) {
 	az := st.Zones[zone]
 	if az == nil {
-		return nil
+		return nil, nil
 	}
-	out := make([]route53.ResourceRecordSet, 0, len(az.RecordSets))
+	type item struct {
+		o  recordOrder
+		rs route53.ResourceRecordSet
+	}
+	items := make([]item, 0, len(az.RecordSets))
 	for _, rs := range az.RecordSets {
-		out = append(out, rs)
+		items = append(items, item{orderOf(&rs), rs})
 	}
-	slices.SortFunc(out, func(a, b route53.ResourceRecordSet) int { return orderOf(&a).compare(orderOf(&b)) })
-	return out
+	slices.SortFunc(items, func(a, b item) int { return a.o.compare(b.o) })
+	sets, orders := make([]route53.ResourceRecordSet, len(items)), make([]recordOrder, len(items))
+	for i, it := range items {
+		sets[i], orders[i] = it.rs, it.o
+	}
+	return sets, orders
+}
+
+// listing is a zone's sorted record sets of one state, kept while the state is
+// the latest: a paginated listing reads the same state page after page.
+type listing struct {
+	st     *control.APIState
+	zone   string
+	sets   []route53.ResourceRecordSet
+	orders []recordOrder
+}
+
+// listed returns the zone's sorted record sets of st, sorting them once per state.
+func (s *Server) listed(st *control.APIState, zone string) *listing {
+	s.mu.Lock()
+	l := s.last
+	s.mu.Unlock()
+	if l != nil && l.st == st && l.zone == zone {
+		return l
+	}
+	l = &listing{st: st, zone: zone}
+	l.sets, l.orders = sortedWithOrder(st, zone)
+	s.mu.Lock()
+	s.last = l
+	s.mu.Unlock()
+	return l
 }
 
 func (s *Server) listRecordSets(w http.ResponseWriter, r *http.Request) {
@@ -161,11 +201,12 @@ func (s *Server) listRecordSets(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	max := maxItems(r, MaxItems)
-	sets := sortedSets(s.state(), z.Name)
+	l := s.listed(s.state(), z.Name)
+	sets := l.sets
 	start := 0
 	if n := q.Get("name"); n != "" {
 		from := recordOrder{reversed(control.NormalizeName(n)), strings.ToUpper(q.Get("type")), q.Get("identifier")}
-		start, _ = slices.BinarySearchFunc(sets, from, func(rs route53.ResourceRecordSet, t recordOrder) int { return orderOf(&rs).compare(t) })
+		start, _ = slices.BinarySearchFunc(l.orders, from, recordOrder.compare)
 	}
 	resp := listResourceRecordSetsResponse{Xmlns: Namespace, MaxItems: strconv.Itoa(max), ResourceRecordSets: []route53.ResourceRecordSet{}}
 	end := min(len(sets), start+max)
