@@ -116,9 +116,10 @@ func apiState(cfg *blockConfig) (*control.APIState, error) {
 func loadRoute53API(cfg *blockConfig, children *map[*health.Spec][]childRef) error {
 	a := cfg.R53API
 	a.corefile, a.apiChecks = map[string]string{}, map[string]bool{}
+	at := map[string]pos{}
 	for _, rs := range cfg.Records {
 		p := cfg.state().setPos[rs]
-		a.corefile[rs.Name] = fmt.Sprintf("%s:%d", p.file, p.line)
+		a.corefile[rs.Name], at[rs.Name] = fmt.Sprintf("%s:%d", p.file, p.line), p
 	}
 	st, err := apiState(cfg)
 	if err != nil {
@@ -139,7 +140,11 @@ func loadRoute53API(cfg *blockConfig, children *map[*health.Spec][]childRef) err
 		}
 		sets := make([]route53.ResourceRecordSet, 0, len(az.RecordSets))
 		for _, k := range slices.Sorted(maps.Keys(az.RecordSets)) {
-			sets = append(sets, az.RecordSets[k])
+			rs := az.RecordSets[k]
+			if p, dup := at[control.NormalizeName(rs.Name)]; dup {
+				return p.errorf("record %s: the name holds API-managed record sets (route53_api): a name is the Corefile's or the API's; remove this block, or delete the record sets through the API", control.NormalizeName(rs.Name))
+			}
+			sets = append(sets, rs)
 		}
 		res, err := route53.Convert(route53.Input{Zone: zone, RecordSets: sets, HealthChecks: checks})
 		if err != nil {

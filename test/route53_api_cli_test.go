@@ -123,7 +123,9 @@ func TestRoute53APIWithTheAWSCLI(t *testing.T) {
 		return slices.Equal(answersA(m), []string{"192.0.2.20"})
 	})
 
-	var list struct{ ResourceRecordSets []struct{ Name, SetIdentifier string } }
+	var list struct {
+		ResourceRecordSets []struct{ Name, SetIdentifier string }
+	}
 	aws.json(t, &list, "list-resource-record-sets", "--hosted-zone-id", s.zoneID)
 	if len(list.ResourceRecordSets) != 4 || list.ResourceRecordSets[0].Name != "f.example.org." {
 		t.Errorf("list-resource-record-sets: %+v, want the 4 record sets, f.example.org. first", list.ResourceRecordSets)
