@@ -34,7 +34,8 @@ const (
 // server, its API address and an SDK client signed with the test key.
 type r53Server struct {
 	srv     *coretest.Server
-	api     string
+	api     string // the Route 53 API's address
+	status  string // the operator API's base URL (status page, explain)
 	client  *route53.Client
 	zoneID  string
 	dataDir string
@@ -64,10 +65,11 @@ func startR53(t *testing.T, extra string) *r53Server {
 	t.Helper()
 	dir := t.TempDir()
 	keys := writeR53Keys(t, dir)
-	port, apiPort := coretest.FreePort(t), coretest.FreePort(t)
-	s := &r53Server{api: fmt.Sprintf("127.0.0.1:%d", apiPort), dataDir: filepath.Join(dir, "state")}
+	port, apiPort, opPort := coretest.FreePort(t), coretest.FreePort(t), coretest.FreePort(t)
+	s := &r53Server{api: fmt.Sprintf("127.0.0.1:%d", apiPort), status: fmt.Sprintf("http://127.0.0.1:%d", opPort), dataDir: filepath.Join(dir, "state")}
 	corefile := fmt.Sprintf(`example.org:%d {
     healthroute {
+        api 127.0.0.1:%d
         route53_api %s {
             access_keys %s
         }
@@ -77,7 +79,7 @@ func startR53(t *testing.T, extra string) *r53Server {
 %s
     }
 }
-`, port, s.api, keys, s.dataDir, extra)
+`, port, opPort, s.api, keys, s.dataDir, extra)
 	s.srv = coretest.Start(t, corefile, port, "example.org")
 	s.client = r53Client(s.api, r53KeyID, r53Secret)
 	s.zoneID = r53api.ZoneID("example.org.")
