@@ -100,17 +100,22 @@ func TestRoute53APIFleetReplicatesAndSurvivesRestart(t *testing.T) {
 	zone := r53api.ZoneID("example.org.")
 	c0 := r53Client(f.apis[0], r53KeyID, r53Secret)
 	ctx := context.Background()
-	start := time.Now()
-	var out *route53.ChangeResourceRecordSetsOutput
 	var err error
 	waitUntil(t, 20*time.Second, "the fleet accepts a change (a leader elected)", func() bool {
-		out, err = c0.ChangeResourceRecordSets(ctx, &route53.ChangeResourceRecordSetsInput{HostedZoneId: aws.String(zone),
-			ChangeBatch: &types.ChangeBatch{Changes: []types.Change{
-				create(aSet("w.example.org", "192.0.2.1", "one", func(rs *types.ResourceRecordSet) { rs.Weight = aws.Int64(1) })),
-				create(aSet("w.example.org", "192.0.2.2", "two", func(rs *types.ResourceRecordSet) { rs.Weight = aws.Int64(0) })),
-			}}})
+		_, err = c0.ChangeTagsForResource(ctx, &route53.ChangeTagsForResourceInput{ResourceType: types.TagResourceTypeHostedzone,
+			ResourceId: aws.String(zone), AddTags: []types.Tag{{Key: aws.String("fleet"), Value: aws.String("three")}}})
 		return err == nil
 	}, func() string { return fmt.Sprint(err) })
+	checkID := createCheck(t, c0, "fleet-up", healthyEndpoint(t))
+	start := time.Now()
+	out, err := c0.ChangeResourceRecordSets(ctx, &route53.ChangeResourceRecordSetsInput{HostedZoneId: aws.String(zone),
+		ChangeBatch: &types.ChangeBatch{Changes: []types.Change{
+			create(aSet("w.example.org", "192.0.2.1", "one", func(rs *types.ResourceRecordSet) { rs.Weight = aws.Int64(1); rs.HealthCheckId = aws.String(checkID) })),
+			create(aSet("w.example.org", "192.0.2.2", "two", func(rs *types.ResourceRecordSet) { rs.Weight = aws.Int64(0) })),
+		}}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	waitInSync(t, c0, aws.ToString(out.ChangeInfo.Id))
 	t.Logf("change INSYNC on 3 members %v after it was submitted", time.Since(start).Round(time.Millisecond))
 	for i, s := range f.srvs {
@@ -118,6 +123,23 @@ func TestRoute53APIFleetReplicatesAndSurvivesRestart(t *testing.T) {
 			t.Errorf("member %d answers %v once the change is INSYNC, want 192.0.2.1", i, got)
 		}
 	}
+
+	c2 := r53Client(f.apis[2], r53KeyID, r53Secret)
+	var obs []types.HealthCheckObservation
+	waitUntil(t, 30*time.Second, "member 3 reports every member's observation of the check", func() bool {
+		st, err := c2.GetHealthCheckStatus(ctx, &route53.GetHealthCheckStatusInput{HealthCheckId: aws.String(checkID)})
+		if err != nil {
+			return false
+		}
+		obs = st.HealthCheckObservations
+		ok := 0
+		for _, o := range obs {
+			if strings.HasPrefix(aws.ToString(o.StatusReport.Status), "Success") && strings.HasPrefix(string(o.Region), "dns-") {
+				ok++
+			}
+		}
+		return ok == 3
+	}, func() string { return fmt.Sprintf("%+v", obs) })
 
 	for _, s := range f.srvs {
 		s.Stop()
