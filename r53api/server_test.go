@@ -27,7 +27,7 @@ const (
 
 // startTest starts the API on loopback over a real single-voter node in a
 // temporary data directory, serving zones, and returns an SDK client for it.
-func startTest(t *testing.T, lim Limits, zones ...Zone) (*Server, *route53.Client) {
+func startTest(t testing.TB, lim Limits, zones ...Zone) (*Server, *route53.Client) {
 	t.Helper()
 	dir := t.TempDir()
 	keys := filepath.Join(dir, "keys")

@@ -49,23 +49,7 @@ func TestRoute53APIWeightedAndFailover(t *testing.T) {
 	if got := answersA(s.srv.Query(t, "static.example.org", dns.TypeA)); !slices.Equal(got, []string{"192.0.2.99"}) {
 		t.Errorf("the Corefile's record answers %v, want 192.0.2.99", got)
 	}
-	var records struct{ Records []view.Record }
-	getJSON(t, s.status+"/v1/records", &records)
-	marked := map[string]bool{}
-	for _, r := range records.Records {
-		marked[r.Name] = r.API
-	}
-	if !marked["w.example.org."] || !marked["f.example.org."] || marked["static.example.org."] {
-		t.Errorf("API-managed marks on /v1/records: %v, want w. and f. marked, static. not", marked)
-	}
-	var ex view.Explanation
-	getJSON(t, s.status+"/v1/explain?name=w.example.org&type=A", &ex)
-	if ex.Trace == nil || len(ex.Trace.Steps) == 0 || !ex.Trace.Steps[0].API {
-		t.Errorf("explain of w.example.org: %+v, want its step marked API-managed", ex.Trace)
-	}
-	if code, page := httpDo(t, "GET", s.status+"/", "", ""); code != 200 || !strings.Contains(page, "API-managed") {
-		t.Errorf("status page: %d, API-managed label present %t", code, strings.Contains(page, "API-managed"))
-	}
+	checkAPIManagedMarks(t, s)
 
 	list, err := s.client.ListResourceRecordSets(ctx, &route53.ListResourceRecordSetsInput{HostedZoneId: aws.String(s.zoneID)})
 	if err != nil {
@@ -144,5 +128,29 @@ func TestRoute53APIBadBatchRefusedWhole(t *testing.T) {
 	}
 	if got := answersA(s.srv.Query(t, "static.example.org", dns.TypeA)); !slices.Equal(got, []string{"192.0.2.99"}) {
 		t.Errorf("the Corefile's record answers %v, want 192.0.2.99", got)
+	}
+}
+
+// checkAPIManagedMarks checks that the API's record sets w. and f. are marked
+// API-managed on /v1/records, in explain and on the status page, and the
+// Corefile's static. is not.
+func checkAPIManagedMarks(t *testing.T, s *r53Server) {
+	t.Helper()
+	var records struct{ Records []view.Record }
+	getJSON(t, s.status+"/v1/records", &records)
+	marked := map[string]bool{}
+	for _, r := range records.Records {
+		marked[r.Name] = r.API
+	}
+	if !marked["w.example.org."] || !marked["f.example.org."] || marked["static.example.org."] {
+		t.Errorf("API-managed marks on /v1/records: %v, want w. and f. marked, static. not", marked)
+	}
+	var ex view.Explanation
+	getJSON(t, s.status+"/v1/explain?name=w.example.org&type=A", &ex)
+	if ex.Trace == nil || len(ex.Trace.Steps) == 0 || !ex.Trace.Steps[0].API {
+		t.Errorf("explain of w.example.org: %+v, want its step marked API-managed", ex.Trace)
+	}
+	if code, page := httpDo(t, "GET", s.status+"/", "", ""); code != 200 || !strings.Contains(page, "API-managed") {
+		t.Errorf("status page: %d, API-managed label present %t", code, strings.Contains(page, "API-managed"))
 	}
 }
