@@ -338,6 +338,9 @@ func (n *Node) Close() {
 // known (the leader went away after receiving it).
 func (n *Node) Change(ctx context.Context, req Request) error {
 	_, err := n.do(ctx, req)
+	if req.API != nil { // the Route 53 API's commands are not control changes
+		return err
+	}
 	if err == nil {
 		changesTotal.Inc()
 	} else if errors.Is(err, ErrRefused) || errors.Is(err, ErrNoQuorum) {

@@ -78,7 +78,7 @@ func (s *State) Clone() *State {
 	c := *s
 	c.Controls, c.Changed, c.Overrides = maps.Clone(s.Controls), maps.Clone(s.Changed), maps.Clone(s.Overrides)
 	c.Audit = slices.Clone(s.Audit)
-	c.API = s.API.clone()
+	c.API = s.API // shared: an API command replaces it whole (applyAPI), never changes it in place
 	return &c
 }
 
