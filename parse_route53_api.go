@@ -29,6 +29,7 @@ type route53APIConfig struct {
 	gen       uint64            // the API generation the block's records were built from
 	corefile  map[string]string // Corefile record names -> "file:line", read-only through the API
 	apiChecks map[string]bool   // the checks the API manages, by name (their ID)
+	served    []r53api.Zone     // the hosted zones, as startRoute53API made them
 }
 
 // parseRoute53API reads the route53_api property.
@@ -196,7 +197,7 @@ func (a *route53APIConfig) zones(cfg *blockConfig) []r53api.Zone {
 				ro[n] = at
 			}
 		}
-		out = append(out, r53api.Zone{Name: z, Corefile: ro, Checks: checks})
+		out = append(out, r53api.Zone{Name: z, Corefile: ro, Checks: checks, ReadOnly: &r53api.ReadOnly{Sets: corefileSets(cfg, z)}})
 	}
 	return out
 }

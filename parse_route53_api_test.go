@@ -2,6 +2,7 @@ package healthroute
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/healthroute/healthroute/control"
 	"github.com/healthroute/healthroute/internal/coretest"
+	"github.com/healthroute/healthroute/r53api"
 	"github.com/healthroute/healthroute/route53"
 )
 
@@ -85,5 +87,53 @@ func TestRoute53APIRecordsLoadMarkedAndConflictsRefused(t *testing.T) {
 	pc.ServerBlockKeys = []string{"example.org."}
 	if _, err := parse(pc); err == nil || !strings.Contains(err.Error(), "Testfile:11 - Error during parsing: record w.example.org.: the name holds API-managed record sets") {
 		t.Errorf("a Corefile record at an API-managed name: %v, want refused naming it", err)
+	}
+}
+
+// TestCorefileRecordSetsListAsRoute53Would checks the Route 53 form of Corefile
+// record sets that ListResourceRecordSets shows beside the API's.
+func TestCorefileRecordSetsListAsRoute53Would(t *testing.T) {
+	cfg := mustParse(t, `healthroute {
+    ttl 120
+    check web tcp 192.0.2.1:443
+    record w.example.org. weighted {
+        weight 3 A 192.0.2.1 192.0.2.2 check web id one
+        weight 0 AAAA 2001:db8::1 id two
+    }
+    record g.example.org. geolocation {
+        country DE A 192.0.2.3 id de
+        subdivision US-CA A 192.0.2.4 id ca
+        default A 192.0.2.5 id rest
+    }
+    record www.example.org. failover {
+        primary alias w.example.org. evaluate_target_health id p
+        secondary A 198.51.100.1 id s
+    }
+    record example.org. simple {
+        MX 10 mx1.example.net. 20 mx2.example.net.
+    }
+}`)
+	got := map[string]string{}
+	for _, rs := range corefileSets(cfg, "example.org.") {
+		b, _ := json.Marshal(rs)
+		got[rs.Name+" "+rs.Type+" "+rs.SetIdentifier] = string(b)
+	}
+	want := map[string]string{
+		"w.example.org. A one":    `{"Name":"w.example.org.","Type":"A","SetIdentifier":"one","Weight":3,"TTL":120,"ResourceRecords":[{"Value":"192.0.2.1"},{"Value":"192.0.2.2"}],"HealthCheckId":"web"}`,
+		"w.example.org. AAAA two": `{"Name":"w.example.org.","Type":"AAAA","SetIdentifier":"two","Weight":0,"TTL":120,"ResourceRecords":[{"Value":"2001:db8::1"}]}`,
+		"g.example.org. A de":     `{"Name":"g.example.org.","Type":"A","SetIdentifier":"de","GeoLocation":{"CountryCode":"DE"},"TTL":120,"ResourceRecords":[{"Value":"192.0.2.3"}]}`,
+		"g.example.org. A ca":     `{"Name":"g.example.org.","Type":"A","SetIdentifier":"ca","GeoLocation":{"CountryCode":"US","SubdivisionCode":"CA"},"TTL":120,"ResourceRecords":[{"Value":"192.0.2.4"}]}`,
+		"g.example.org. A rest":   `{"Name":"g.example.org.","Type":"A","SetIdentifier":"rest","GeoLocation":{"CountryCode":"*"},"TTL":120,"ResourceRecords":[{"Value":"192.0.2.5"}]}`,
+		"www.example.org. A p":    `{"Name":"www.example.org.","Type":"A","SetIdentifier":"p","Failover":"PRIMARY","AliasTarget":{"HostedZoneId":"` + r53api.ZoneID("example.org.") + `","DNSName":"w.example.org.","EvaluateTargetHealth":true}}`,
+		"www.example.org. A s":    `{"Name":"www.example.org.","Type":"A","SetIdentifier":"s","Failover":"SECONDARY","TTL":120,"ResourceRecords":[{"Value":"198.51.100.1"}]}`,
+		"example.org. MX ":        `{"Name":"example.org.","Type":"MX","TTL":120,"ResourceRecords":[{"Value":"10 mx1.example.net."},{"Value":"20 mx2.example.net."}]}`,
+	}
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("%s:\n got %s\nwant %s", k, got[k], w)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d record sets, want %d: %v", len(got), len(want), got)
 	}
 }

@@ -82,6 +82,7 @@ func (r *registry) startRoute53API(cfg *blockConfig) error {
 		log.Infof("route53_api: serving the Route 53 API on %s", srv.Addr())
 	}
 	l.refs++
+	a.served = a.zones(cfg)
 	api.blocks = append(api.blocks, cfg)
 	api.serving = a.gen
 	api.once.Do(func() {
@@ -125,7 +126,7 @@ func (a *apiRegistry) zones() []r53api.Zone {
 	var out []r53api.Zone
 	for i := len(a.blocks) - 1; i >= 0; i-- {
 		cfg := a.blocks[i]
-		for _, z := range cfg.R53API.zones(cfg) {
+		for _, z := range cfg.R53API.served {
 			if !seen[z.Name] {
 				seen[z.Name] = true
 				out = append(out, z)

@@ -25,6 +25,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/healthroute/healthroute/control"
+	"github.com/healthroute/healthroute/route53"
 )
 
 var log = clog.NewWithPlugin("healthroute")
@@ -49,6 +50,15 @@ type Zone struct {
 	Corefile map[string]string
 	// Checks are the names of the Corefile's checks: API health checks may not take them.
 	Checks []string
+	// ReadOnly are the Corefile's record sets, as Route 53 would list them: listed
+	// beside the API's, never changed through it. nil: none.
+	ReadOnly *ReadOnly
+}
+
+// ReadOnly holds a zone's Corefile record sets; a listing's cache knows them by
+// this pointer, so a reload's new Zone gets a new one.
+type ReadOnly struct {
+	Sets []route53.ResourceRecordSet
 }
 
 // ID returns the zone's hosted zone ID: derived from its name, so that every

@@ -38,6 +38,9 @@ func (s *Server) hostedZone(z Zone, st *control.APIState) hostedZone {
 	if az := st.Zones[z.Name]; az != nil {
 		n = len(az.RecordSets)
 	}
+	if z.ReadOnly != nil {
+		n += len(z.ReadOnly.Sets)
+	}
 	return hostedZone{Id: "/hostedzone/" + z.ID(), Name: z.Name, CallerReference: "healthroute " + z.Name,
 		Config: zoneConfig{Comment: "served by healthroute"}, ResourceRecordSetCount: int64(n)}
 }
@@ -137,19 +140,24 @@ func sortedSets(st *control.APIState, zone string) []route53.ResourceRecordSet {
 	return sets
 }
 
-// sortedWithOrder returns a zone's record sets in listing order, with each one's
-// place.
-func sortedWithOrder(st *control.APIState, zone string) ([]route53.ResourceRecordSet, []recordOrder) {
+// sortedWithOrder returns a zone's record sets (the API's, and extra) in listing
+// order, with each one's place.
+func sortedWithOrder(st *control.APIState, zone string, extra ...route53.ResourceRecordSet) ([]route53.ResourceRecordSet, []recordOrder) {
 	az := st.Zones[zone]
-	if az == nil {
+	if az == nil && len(extra) == 0 {
 		return nil, nil
 	}
 	type item struct {
 		o  recordOrder
 		rs route53.ResourceRecordSet
 	}
-	items := make([]item, 0, len(az.RecordSets))
-	for _, rs := range az.RecordSets {
+	items := make([]item, 0, len(extra))
+	if az != nil {
+		for _, rs := range az.RecordSets {
+			items = append(items, item{orderOf(&rs), rs})
+		}
+	}
+	for _, rs := range extra {
 		items = append(items, item{orderOf(&rs), rs})
 	}
 	slices.SortFunc(items, func(a, b item) int { return a.o.compare(b.o) })
@@ -165,20 +173,26 @@ func sortedWithOrder(st *control.APIState, zone string) ([]route53.ResourceRecor
 type listing struct {
 	st     *control.APIState
 	zone   string
+	ro     *ReadOnly
 	sets   []route53.ResourceRecordSet
 	orders []recordOrder
 }
 
-// listed returns the zone's sorted record sets of st, sorting them once per state.
-func (s *Server) listed(st *control.APIState, zone string) *listing {
+// listed returns the zone's sorted record sets of st, the Corefile's among them,
+// sorting them once per state.
+func (s *Server) listed(st *control.APIState, z Zone) *listing {
 	s.mu.Lock()
 	l := s.last
 	s.mu.Unlock()
-	if l != nil && l.st == st && l.zone == zone {
+	if l != nil && l.st == st && l.zone == z.Name && l.ro == z.ReadOnly {
 		return l
 	}
-	l = &listing{st: st, zone: zone}
-	l.sets, l.orders = sortedWithOrder(st, zone)
+	l = &listing{st: st, zone: z.Name, ro: z.ReadOnly}
+	var extra []route53.ResourceRecordSet
+	if z.ReadOnly != nil {
+		extra = z.ReadOnly.Sets
+	}
+	l.sets, l.orders = sortedWithOrder(st, z.Name, extra...)
 	s.mu.Lock()
 	s.last = l
 	s.mu.Unlock()
@@ -201,7 +215,7 @@ func (s *Server) listRecordSets(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	max := maxItems(r, MaxItems)
-	l := s.listed(s.state(), z.Name)
+	l := s.listed(s.state(), z)
 	sets := l.sets
 	start := 0
 	if n := q.Get("name"); n != "" {
