@@ -133,6 +133,10 @@ func TestCorefileRecordSetsListAsRoute53Would(t *testing.T) {
 			t.Errorf("%s:\n got %s\nwant %s", k, got[k], w)
 		}
 	}
+	if soa := got["example.org. SOA "]; !strings.Contains(soa, `"Type":"SOA","TTL":120,"ResourceRecords":[{"Value":"example.org. hostmaster.example.org. `) {
+		t.Errorf("the zone's SOA: %s", soa)
+	}
+	delete(got, "example.org. SOA ")
 	if len(got) != len(want) {
 		t.Errorf("%d record sets, want %d: %v", len(got), len(want), got)
 	}

@@ -12,10 +12,20 @@ import (
 
 // corefileSets returns the record sets the Corefile defines in zone, as Route 53
 // would list them: ListResourceRecordSets shows them, read-only, beside the API's.
-// Members of azaffinity record sets, which Route 53's API cannot express, are left
-// out.
+// The zone's SOA and apex NS (the soa and ns properties) come first. Members of
+// azaffinity record sets, which Route 53's API cannot express, are left out.
 func corefileSets(cfg *blockConfig, zone string) []route53.ResourceRecordSet {
-	var out []route53.ResourceRecordSet
+	ttl := int64(cfg.TTL)
+	rr := soa(zone, cfg.TTL, &cfg.SOA, cfg.NS)
+	out := []route53.ResourceRecordSet{{Name: zone, Type: "SOA", TTL: &ttl,
+		ResourceRecords: []route53.ResourceRecord{{Value: strings.TrimPrefix(rr.String(), rr.Header().String())}}}}
+	if len(cfg.NS) > 0 {
+		ns := route53.ResourceRecordSet{Name: zone, Type: "NS", TTL: &ttl}
+		for _, n := range cfg.NS {
+			ns.ResourceRecords = append(ns.ResourceRecords, route53.ResourceRecord{Value: n})
+		}
+		out = append(out, ns)
+	}
 	byKey := map[string]int{} // name, type, set identifier -> index in out
 	for _, rs := range cfg.Records {
 		if rs.API || rs.Policy == policyAZAffinity || !inZone(zone, rs.Name) {

@@ -112,8 +112,8 @@ func TestRoute53APIRefusesBadRequests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(list.ResourceRecordSets) != 1 {
-		t.Errorf("after the refused requests the zone holds %d record sets, want 1", len(list.ResourceRecordSets))
+	if len(list.ResourceRecordSets) != 2 {
+		t.Errorf("after the refused requests the zone holds %d record sets, want 2 (the SOA and a.example.org.)", len(list.ResourceRecordSets))
 	}
 	if m := s.srv.Query(t, "new.example.org", dns.TypeA); m.Rcode != dns.RcodeNameError {
 		t.Errorf("new.example.org answers %s, want NXDOMAIN: a refused request applied", dns.RcodeToString[m.Rcode])

@@ -127,8 +127,8 @@ func TestRoute53APIWithTheAWSCLI(t *testing.T) {
 		ResourceRecordSets []struct{ Name, SetIdentifier string }
 	}
 	aws.json(t, &list, "list-resource-record-sets", "--hosted-zone-id", s.zoneID)
-	if len(list.ResourceRecordSets) != 4 || list.ResourceRecordSets[0].Name != "f.example.org." {
-		t.Errorf("list-resource-record-sets: %+v, want the 4 record sets, f.example.org. first", list.ResourceRecordSets)
+	if len(list.ResourceRecordSets) != 5 || list.ResourceRecordSets[0].Name != "example.org." || list.ResourceRecordSets[1].Name != "f.example.org." {
+		t.Errorf("list-resource-record-sets: %+v, want the SOA and the 4 record sets, f.example.org. first", list.ResourceRecordSets)
 	}
 
 	out, err := aws.run(t, "change-resource-record-sets", "--hosted-zone-id", s.zoneID, "--change-batch", aws.batchFile(t, "bad.json", `{"Changes": [
@@ -151,8 +151,8 @@ func TestRoute53APIWithTheAWSCLI(t *testing.T) {
 		return slices.Equal(answersA(m), []string{"192.0.2.11"})
 	})
 	aws.json(t, &list, "list-resource-record-sets", "--hosted-zone-id", s.zoneID)
-	if len(list.ResourceRecordSets) != 3 {
-		t.Errorf("after the UPSERT and DELETE: %+v, want 3 record sets", list.ResourceRecordSets)
+	if len(list.ResourceRecordSets) != 4 {
+		t.Errorf("after the UPSERT and DELETE: %+v, want the SOA and 3 record sets", list.ResourceRecordSets)
 	}
 	var status struct{ HealthCheckObservations []struct{ Region string } }
 	aws.json(t, &status, "get-health-check-status", "--health-check-id", upID)

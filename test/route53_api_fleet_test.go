@@ -150,8 +150,8 @@ func TestRoute53APIFleetReplicatesAndSurvivesRestart(t *testing.T) {
 			t.Errorf("member %d answers %v after the restart, want 192.0.2.1", i, got)
 		}
 		list, err := r53Client(f.apis[i], r53KeyID, r53Secret).ListResourceRecordSets(ctx, &route53.ListResourceRecordSetsInput{HostedZoneId: aws.String(zone)})
-		if err != nil || len(list.ResourceRecordSets) != 2 {
-			t.Errorf("member %d lists %v after the restart (%v), want the 2 record sets", i, list, err)
+		if err != nil || len(list.ResourceRecordSets) != 3 {
+			t.Errorf("member %d lists %v after the restart (%v), want the SOA and the 2 record sets", i, list, err)
 		}
 	}
 }

@@ -59,7 +59,7 @@ func TestRoute53APIWeightedAndFailover(t *testing.T) {
 	for _, rs := range list.ResourceRecordSets {
 		got = append(got, aws.ToString(rs.Name)+" "+aws.ToString(rs.SetIdentifier))
 	}
-	want := []string{"f.example.org. primary", "f.example.org. secondary", "static.example.org. ", "w.example.org. one", "w.example.org. two"}
+	want := []string{"example.org. ", "f.example.org. primary", "f.example.org. secondary", "static.example.org. ", "w.example.org. one", "w.example.org. two"}
 	if !slices.Equal(got, want) || list.IsTruncated {
 		t.Errorf("listed %q (truncated %t), want %q", got, list.IsTruncated, want)
 	}
@@ -122,8 +122,8 @@ func TestRoute53APIBadBatchRefusedWhole(t *testing.T) {
 	for _, rs := range list.ResourceRecordSets {
 		names = append(names, aws.ToString(rs.Name))
 	}
-	if !slices.Equal(names, []string{"a.example.org.", "static.example.org."}) {
-		t.Errorf("after the refused batches the zone lists %v, want a.example.org. (the API's) and static.example.org. (the Corefile's) alone", names)
+	if !slices.Equal(names, []string{"example.org.", "a.example.org.", "static.example.org."}) {
+		t.Errorf("after the refused batches the zone lists %v, want the SOA, a.example.org. (the API's) and static.example.org. (the Corefile's) alone", names)
 	}
 	for _, n := range []string{"b.example.org", "c.example.org", "d.example.org", "e.example.org"} {
 		if m := s.srv.Query(t, n, dns.TypeA); m.Rcode != dns.RcodeNameError {
