@@ -213,3 +213,20 @@ func TestReadKeysSaysWhere(t *testing.T) {
 		}
 	}
 }
+
+// TestSignaturesOverEscapedQueries signs requests whose query values need
+// escaping (a wildcard name, Route 53's \052 form, spaces): SigV4's canonical
+// query must match the SDK's.
+func TestSignaturesOverEscapedQueries(t *testing.T) {
+	_, c := startTest(t, DefaultLimits, Zone{Name: "example.org."})
+	ctx := context.Background()
+	for _, name := range []string{`*.example.org`, `\052.example.org.`, "a b+c/d=e&f.example.org", "ü.example.org"} {
+		if _, err := c.ListResourceRecordSets(ctx, &route53.ListResourceRecordSetsInput{HostedZoneId: aws.String(ZoneID("example.org.")),
+			StartRecordName: aws.String(name), StartRecordType: types.RRTypeTxt}); err != nil {
+			t.Errorf("listing from %q: %v", name, err)
+		}
+		if _, err := c.ListHostedZonesByName(ctx, &route53.ListHostedZonesByNameInput{DNSName: aws.String(name)}); err != nil {
+			t.Errorf("zones by name from %q: %v", name, err)
+		}
+	}
+}
