@@ -41,6 +41,17 @@ func TestRoute53APIParseErrors(t *testing.T) {
 // state holds the API record sets of example.org. given.
 func apiStateDir(t *testing.T, sets ...route53.ResourceRecordSet) string {
 	t.Helper()
+	cmd := &control.APICommand{ChangeID: "C1", Zone: "example.org."}
+	for _, rs := range sets {
+		cmd.Records = append(cmd.Records, control.RecordChange{Action: "CREATE", RecordSet: rs})
+	}
+	return apiStateDirOf(t, cmd)
+}
+
+// apiStateDirOf writes a data directory whose state is what the API commands
+// made, through a real single-voter node.
+func apiStateDirOf(t *testing.T, cmds ...*control.APICommand) string {
+	t.Helper()
 	dir := filepath.Join(t.TempDir(), "state")
 	n, err := control.Open(control.Config{Name: "local", Dir: dir}, nil)
 	if err != nil {
@@ -48,12 +59,10 @@ func apiStateDir(t *testing.T, sets ...route53.ResourceRecordSet) string {
 	}
 	defer n.Close()
 	coretest.WaitUntil(t, 10*time.Second, "the node leads", func() bool { return n.Status().CanChange }, func() string { return n.Status().State })
-	cmd := &control.APICommand{ChangeID: "C1", Zone: "example.org."}
-	for _, rs := range sets {
-		cmd.Records = append(cmd.Records, control.RecordChange{Action: "CREATE", RecordSet: rs})
-	}
-	if err := n.Change(context.Background(), control.Request{Member: "local", API: cmd}); err != nil {
-		t.Fatal(err)
+	for _, cmd := range cmds {
+		if err := n.Change(context.Background(), control.Request{Member: "local", API: cmd}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return dir
 }
@@ -139,5 +148,40 @@ func TestCorefileRecordSetsListAsRoute53Would(t *testing.T) {
 	delete(got, "example.org. SOA ")
 	if len(got) != len(want) {
 		t.Errorf("%d record sets, want %d: %v", len(got), len(want), got)
+	}
+}
+
+// TestRoute53APICheckSharedByTwoZones loads a block of two zones whose API
+// record sets use one health check (with options, so its converted line has a
+// block): the check is defined once and both zones' members use it.
+func TestRoute53APICheckSharedByTwoZones(t *testing.T) {
+	interval, port := int64(10), int64(8080)
+	hc := &control.APIHealthCheck{HealthCheck: route53.HealthCheck{Id: "3f2a-shared", HealthCheckConfig: route53.HealthCheckConfig{
+		Type: "HTTP", IPAddress: "192.0.2.7", Port: &port, ResourcePath: "/health", RequestInterval: &interval}}, CallerReference: "r"}
+	ttl := int64(30)
+	set := func(name string) control.RecordChange {
+		return control.RecordChange{Action: "CREATE", RecordSet: route53.ResourceRecordSet{Name: name, Type: "A", TTL: &ttl, SetIdentifier: "one", Weight: &ttl,
+			ResourceRecords: []route53.ResourceRecord{{Value: "192.0.2.7"}}, HealthCheckId: "3f2a-shared"}}
+	}
+	dir := apiStateDirOf(t, &control.APICommand{CreateCheck: hc},
+		&control.APICommand{ChangeID: "C1", Zone: "example.org.", Records: []control.RecordChange{set("a.example.org.")}},
+		&control.APICommand{ChangeID: "C2", Zone: "example.net.", Records: []control.RecordChange{set("b.example.net.")}})
+	keys := filepath.Join(t.TempDir(), "keys")
+	os.WriteFile(keys, []byte("AKIA1 secretsecretsecret1\n"), 0o600)
+	cfg := mustParse(t, "healthroute example.org. example.net. {\nroute53_api 127.0.0.1:8054 {\naccess_keys "+keys+"\n}\ncontrols {\ndata_dir "+dir+"\n}\n}")
+	spec := cfg.Checks["3f2a-shared"]
+	if spec == nil || len(cfg.Checks) != 1 {
+		t.Fatalf("checks %v, want the shared check alone", cfg.Checks)
+	}
+	users := 0
+	for _, rs := range cfg.Records {
+		for _, m := range rs.Members {
+			if m.Check == spec && rs.API {
+				users++
+			}
+		}
+	}
+	if users != 2 {
+		t.Errorf("%d API-managed members use the shared check, want 2 (one per zone)", users)
 	}
 }
