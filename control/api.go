@@ -16,17 +16,15 @@ const MaxChanges = 1000
 
 // Route 53 error codes a refused API command carries (Refusal.Code).
 const (
-	CodeInvalidChangeBatch      = "InvalidChangeBatch"
-	CodeNoSuchHostedZone        = "NoSuchHostedZone"
-	CodeNoSuchHealthCheck       = "NoSuchHealthCheck"
-	CodeHealthCheckInUse        = "HealthCheckInUse"
-	CodeHealthCheckExists       = "HealthCheckAlreadyExists"
-	CodeHealthCheckVersion      = "HealthCheckVersionMismatch"
-	CodeInvalidInput            = "InvalidInput"
-	CodeConflictingTypes        = "ConflictingTypes"
-	CodeNoSuchChange            = "NoSuchChange"
-	CodeTooManyHealthChecks     = "TooManyHealthChecks"
-	CodeInvalidChangeBatchLimit = "InvalidChangeBatch"
+	CodeInvalidChangeBatch  = "InvalidChangeBatch"
+	CodeNoSuchHostedZone    = "NoSuchHostedZone"
+	CodeNoSuchHealthCheck   = "NoSuchHealthCheck"
+	CodeHealthCheckInUse    = "HealthCheckInUse"
+	CodeHealthCheckExists   = "HealthCheckAlreadyExists"
+	CodeHealthCheckVersion  = "HealthCheckVersionMismatch"
+	CodeInvalidInput        = "InvalidInput"
+	CodeNoSuchChange        = "NoSuchChange"
+	CodeTooManyHealthChecks = "TooManyHealthChecks"
 )
 
 // APIState is what the Route 53-compatible API manages: the record sets of each
