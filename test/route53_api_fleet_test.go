@@ -22,44 +22,59 @@ import (
 )
 
 // r53Fleet is three CoreDNS processes in one fleet, each serving example.org and
-// the Route 53 API, the API's state replicated among them.
+// the Route 53 API, the API's state replicated among them. The control ports and
+// data directories are the members' for good (raft's configuration names the
+// ports); every start takes fresh DNS, API and gossip ports, so that a restart
+// does not depend on its old ports still being free on a busy machine.
 type r53Fleet struct {
-	corefiles []string
-	dns, apis []string
-	ports     []int
-	srvs      []*coretest.Server
+	dir, keys, keyFile string
+	ctl                []int
+	ports              []int    // DNS, of the running members
+	apis               []string // Route 53 API addresses, of the running members
+	srvs               []*coretest.Server
 }
 
 func newR53Fleet(t *testing.T) *r53Fleet {
 	t.Helper()
 	coretest.Binary(t)
-	dir := t.TempDir()
-	keys := writeR53Keys(t, dir)
+	f := &r53Fleet{dir: t.TempDir()}
+	f.keys = writeR53Keys(t, f.dir)
 	key := make([]byte, 32)
 	rand.Read(key)
-	keyFile := filepath.Join(dir, "gossip.key")
-	if err := os.WriteFile(keyFile, []byte(base64.StdEncoding.EncodeToString(key)+"\n"), 0o600); err != nil {
+	f.keyFile = filepath.Join(f.dir, "gossip.key")
+	if err := os.WriteFile(f.keyFile, []byte(base64.StdEncoding.EncodeToString(key)+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	const n = 3
-	type ports struct{ dns, api, gossip, ctl int }
-	var ps []ports
-	for range n {
-		ps = append(ps, ports{coretest.FreePort(t), coretest.FreePort(t), coretest.FreePort(t), coretest.FreePort(t)})
+	for range 3 {
+		f.ctl = append(f.ctl, coretest.FreePort(t))
 	}
-	f := &r53Fleet{}
-	for i, p := range ps {
+	return f
+}
+
+// corefiles returns each member's Corefile on fresh DNS, API and gossip ports,
+// and notes the DNS and API ports.
+func (f *r53Fleet) corefiles(t *testing.T) []string {
+	t.Helper()
+	n := len(f.ctl)
+	gossip := make([]int, n)
+	f.ports, f.apis = make([]int, n), make([]string, n)
+	for i := range n {
+		f.ports[i], gossip[i] = coretest.FreePort(t), coretest.FreePort(t)
+		f.apis[i] = fmt.Sprintf("127.0.0.1:%d", coretest.FreePort(t))
+	}
+	var out []string
+	for i := range n {
 		var join, voters []string
-		for j, o := range ps {
+		for j := range n {
 			if j != i {
-				join = append(join, fmt.Sprintf("127.0.0.1:%d", o.gossip))
+				join = append(join, fmt.Sprintf("127.0.0.1:%d", gossip[j]))
 			}
-			voters = append(voters, fmt.Sprintf("dns-%c=127.0.0.1:%d", 'a'+j, o.ctl))
+			voters = append(voters, fmt.Sprintf("dns-%c=127.0.0.1:%d", 'a'+j, f.ctl[j]))
 		}
-		f.corefiles = append(f.corefiles, fmt.Sprintf(`example.org:%d {
+		out = append(out, fmt.Sprintf(`example.org:%d {
 	bind 127.0.0.1
 	healthroute {
-		route53_api 127.0.0.1:%d {
+		route53_api %s {
 			access_keys %s
 		}
 		fleet {
@@ -74,19 +89,17 @@ func newR53Fleet(t *testing.T) *r53Fleet {
 			voters %s
 		}
 	}
-}`, p.dns, p.api, keys, p.gossip, strings.Join(join, " "), 'a'+i, keyFile, p.ctl, filepath.Join(dir, fmt.Sprintf("state-%d", i)), strings.Join(voters, " ")))
-		f.ports = append(f.ports, p.dns)
-		f.apis = append(f.apis, fmt.Sprintf("127.0.0.1:%d", p.api))
+}`, f.ports[i], f.apis[i], f.keys, gossip[i], strings.Join(join, " "), 'a'+i, f.keyFile, f.ctl[i], filepath.Join(f.dir, fmt.Sprintf("state-%d", i)), strings.Join(voters, " ")))
 	}
-	return f
+	return out
 }
 
 // startAll starts every member, one after the other.
 func (f *r53Fleet) startAll(t *testing.T) {
 	t.Helper()
 	f.srvs = nil
-	for i := range f.corefiles {
-		f.srvs = append(f.srvs, coretest.Start(t, f.corefiles[i], f.ports[i], "example.org"))
+	for i, c := range f.corefiles(t) {
+		f.srvs = append(f.srvs, coretest.Start(t, c, f.ports[i], "example.org"))
 	}
 }
 
