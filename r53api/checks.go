@@ -241,3 +241,7 @@ func (s *Server) getHealthCheckStatus(w http.ResponseWriter, r *http.Request) {
 	}
 	writeXML(w, http.StatusOK, resp)
 }
+
+func (s *Server) getHealthCheckCount(w http.ResponseWriter, r *http.Request) {
+	writeXML(w, http.StatusOK, getHealthCheckCountResponse{Xmlns: Namespace, HealthCheckCount: int64(len(s.state().HealthChecks))})
+}

@@ -174,6 +174,8 @@ func (s *Server) routes() {
 	m := http.NewServeMux()
 	const v = "/2013-04-01"
 	m.HandleFunc("GET "+v+"/hostedzone", s.listHostedZones)
+	m.HandleFunc("GET "+v+"/hostedzonecount", s.getHostedZoneCount)
+	m.HandleFunc("GET "+v+"/healthcheckcount", s.getHealthCheckCount)
 	m.HandleFunc("GET "+v+"/hostedzonesbyname", s.listHostedZonesByName)
 	m.HandleFunc("GET "+v+"/hostedzone/{id}", s.getHostedZone)
 	m.HandleFunc("GET "+v+"/hostedzone/{id}/rrset", s.listRecordSets)

@@ -87,6 +87,9 @@ func TestHostedZoneListings(t *testing.T) {
 	if err != nil || aws.ToString(z.HostedZone.Name) != "example.org." {
 		t.Errorf("GetHostedZone(%s): %v, %v", aws.ToString(out.HostedZones[1].Id), z, err)
 	}
+	if n, err := c.GetHostedZoneCount(ctx, &route53.GetHostedZoneCountInput{}); err != nil || aws.ToInt64(n.HostedZoneCount) != 3 {
+		t.Errorf("GetHostedZoneCount: %v, %v; want 3", n, err)
+	}
 	if _, err := c.GetHostedZone(ctx, &route53.GetHostedZoneInput{Id: aws.String("ZNOPE")}); code(err) != "NoSuchHostedZone" {
 		t.Errorf("an unknown zone: %v, want NoSuchHostedZone", err)
 	}
@@ -143,6 +146,9 @@ func TestHealthChecksAndTags(t *testing.T) {
 	list, err := c.ListHealthChecks(ctx, &route53.ListHealthChecksInput{})
 	if err != nil || len(list.HealthChecks) != 1 {
 		t.Fatalf("ListHealthChecks: %v, %v", list, err)
+	}
+	if n, err := c.GetHealthCheckCount(ctx, &route53.GetHealthCheckCountInput{}); err != nil || aws.ToInt64(n.HealthCheckCount) != 1 {
+		t.Errorf("GetHealthCheckCount: %v, %v; want 1", n, err)
 	}
 	if _, err := c.DeleteHealthCheck(ctx, &route53.DeleteHealthCheckInput{HealthCheckId: id}); err != nil {
 		t.Fatal(err)

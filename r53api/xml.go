@@ -238,3 +238,15 @@ type errorBody struct {
 	Code    string
 	Message string
 }
+
+type getHostedZoneCountResponse struct {
+	XMLName         xml.Name `xml:"GetHostedZoneCountResponse"`
+	Xmlns           string   `xml:"xmlns,attr"`
+	HostedZoneCount int64
+}
+
+type getHealthCheckCountResponse struct {
+	XMLName          xml.Name `xml:"GetHealthCheckCountResponse"`
+	Xmlns            string   `xml:"xmlns,attr"`
+	HealthCheckCount int64
+}

@@ -391,3 +391,7 @@ func (s *Server) getChange(w http.ResponseWriter, r *http.Request) {
 	}
 	writeXML(w, http.StatusOK, getChangeResponse{Xmlns: Namespace, ChangeInfo: ci})
 }
+
+func (s *Server) getHostedZoneCount(w http.ResponseWriter, r *http.Request) {
+	writeXML(w, http.StatusOK, getHostedZoneCountResponse{Xmlns: Namespace, HostedZoneCount: int64(len(s.be.Zones()))})
+}
