@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/coredns/caddy"
+
 	"github.com/healthroute/healthroute/control"
 	"github.com/healthroute/healthroute/r53api"
 )
@@ -22,6 +24,44 @@ type apiRegistry struct {
 	tried     uint64         // the last generation a reload was started for
 	kick      chan struct{}  // wakes the reloader
 	once      sync.Once
+	// unacked: a block started since the fleet was last told which generation
+	// this member answers from; it is told once the instance serves
+	// (instanceStarted), since a block starts before its servers do.
+	unacked bool
+}
+
+func init() { caddy.RegisterEventHook("healthroute-route53-api", instanceStarted) }
+
+// instanceStarted runs once an instance serves (at startup, and after a reload
+// has stopped the previous instance): this member now answers from the newest
+// block's API generation, and tells the fleet so.
+func instanceStarted(ev caddy.EventName, _ any) error {
+	if ev != caddy.InstanceStartupEvent {
+		return nil
+	}
+	shared.ackStarted()
+	return nil
+}
+
+// ackStarted tells the fleet which API generation the serving blocks answer
+// from: the oldest any of them was built from. Once an instance serves, the
+// previous one's blocks have stopped, so every block listed is the instance's.
+func (r *registry) ackStarted() {
+	node := r.controlNode() // before api.mu: the node calls replicated, which takes api.mu, under r.mu
+	api := &r.api
+	api.mu.Lock()
+	due := api.unacked && len(api.blocks) > 0
+	var gen uint64
+	for i, cfg := range api.blocks {
+		if i == 0 || cfg.R53API.gen < gen {
+			gen = cfg.R53API.gen
+		}
+	}
+	api.unacked = false
+	api.mu.Unlock()
+	if due && node != nil {
+		go ackServing(node, gen)
+	}
 }
 
 type apiListener struct {
@@ -57,14 +97,14 @@ func (a *apiRegistry) wake() {
 	}
 }
 
-// startRoute53API starts (or shares) the block's API listener, registers its
-// zones, and tells the fleet which API generation this member answers from.
+// startRoute53API starts (or shares) the block's API listener and registers its
+// zones; once the instance serves, the fleet is told which API generation this
+// member answers from (instanceStarted).
 func (r *registry) startRoute53API(cfg *blockConfig) error {
 	a := cfg.R53API
 	if a == nil {
 		return nil
 	}
-	node := r.controlNode() // before api.mu: the node calls replicated, which takes api.mu, under r.mu
 	api := &r.api
 	api.mu.Lock()
 	defer api.mu.Unlock()
@@ -84,14 +124,11 @@ func (r *registry) startRoute53API(cfg *blockConfig) error {
 	l.refs++
 	a.served = a.zones(cfg)
 	api.blocks = append(api.blocks, cfg)
-	api.serving = a.gen
+	api.serving, api.unacked = a.gen, true
 	api.once.Do(func() {
 		api.kick = make(chan struct{}, 1)
 		go r.reloadForAPI(api.kick)
 	})
-	if node != nil {
-		go ackServing(node, a.gen)
-	}
 	return nil
 }
 
@@ -109,6 +146,9 @@ func (r *registry) stopRoute53API(cfg *blockConfig) {
 		return
 	}
 	api.blocks = slices.Delete(api.blocks, i, i+1)
+	if n := len(api.blocks); n > 0 { // a failed reload's block: the running ones' generation again
+		api.serving = api.blocks[n-1].R53API.gen
+	}
 	if l := api.listeners[a.Addr]; l != nil {
 		if l.refs--; l.refs == 0 {
 			l.srv.Close()
