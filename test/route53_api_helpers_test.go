@@ -68,6 +68,7 @@ func startR53(t *testing.T, extra string) *r53Server {
 	port, apiPort, opPort := coretest.FreePort(t), coretest.FreePort(t), coretest.FreePort(t)
 	s := &r53Server{api: fmt.Sprintf("127.0.0.1:%d", apiPort), status: fmt.Sprintf("http://127.0.0.1:%d", opPort), dataDir: filepath.Join(dir, "state")}
 	corefile := fmt.Sprintf(`example.org:%d {
+    bind 127.0.0.1
     healthroute {
         api 127.0.0.1:%d
         route53_api %s {
