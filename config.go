@@ -98,15 +98,16 @@ type blockConfig struct {
 	Checks       map[string]*health.Spec // by name
 	Records      []*recordSet            // in Corefile order
 	MaxInFlight  int
-	MaxFileSize  int64           // size limit of the route53 and latency_table files; 0: watch.DefaultLimit
-	Fleet        *fleet.Config   // nil: this instance judges alone
-	SOA          soaConfig       // the zones' SOA fields
-	NS           []string        // the zones' apex NS names, normalized; nil: no apex NS
-	Route53      *route53Config  // nil: no route53 property
-	AZ           *azConfig       // location, client_location and az_location lines; nil: none
-	Controls     *controlsConfig // nil: no routing controls
-	DataDir      string          // where each check's last judged state outlives the process; "": nowhere
-	controlsDir  string          // the default data directory, from the server's root
+	MaxFileSize  int64             // size limit of the route53 and latency_table files; 0: watch.DefaultLimit
+	Fleet        *fleet.Config     // nil: this instance judges alone
+	SOA          soaConfig         // the zones' SOA fields
+	NS           []string          // the zones' apex NS names, normalized; nil: no apex NS
+	Route53      *route53Config    // nil: no route53 property
+	AZ           *azConfig         // location, client_location and az_location lines; nil: none
+	Controls     *controlsConfig   // nil: no routing controls
+	R53API       *route53APIConfig // nil: no Route 53-compatible API
+	DataDir      string            // where each check's last judged state outlives the process; "": nowhere
+	controlsDir  string            // the default data directory, from the server's root
 
 	series [2]int32 // how many answer series the records have, by kind (numberSeries)
 	// memberSeries is each member's answers_total series, from RecordSet.first on:
@@ -195,6 +196,7 @@ type recordSet struct {
 	zone    uint16 // the zone the name is in: its index in Config.Zones
 	Policy  policy
 	HasTTL  bool // a `ttl` line was given; else the block's ttl applies
+	API     bool // made through the Route 53-compatible API (route53_api), not the Corefile
 }
 
 // member is one line of a record block: the policy key, the target and the options.

@@ -28,7 +28,7 @@ func (r *resolver) explain(t *table, n *node, q *query, chosen int32) {
 	st := t.state(n.id)
 	step := view.Step{
 		Record: n.set.Name, Type: dns.TypeToString[n.qtype], Policy: n.set.Policy.String(),
-		ClientDependent: n.dynOrder() || n.dynHealth,
+		ClientDependent: n.dynOrder() || n.dynHealth, API: n.set.API,
 	}
 	if step.ClientDependent {
 		step.Scope = r.nodeScope(n, q)

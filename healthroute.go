@@ -311,6 +311,10 @@ func (h *HealthRoute) OnStartup() error {
 	if err := h.reg.acquireControls(h.cfg); err != nil {
 		return plugin.Error(pluginName, err)
 	}
+	if err := h.reg.startRoute53API(h.cfg); err != nil {
+		h.reg.releaseControls(h.cfg)
+		return plugin.Error(pluginName, err)
+	}
 	sched := h.reg.acquire(h.cfg)
 	h.sched = sched
 	initCheckSeries(h.cfg)
@@ -331,6 +335,7 @@ func (h *HealthRoute) OnStartup() error {
 			h.dropCheckSeries()
 			sched.Release(specs)
 			h.reg.release(h.cfg)
+			h.reg.stopRoute53API(h.cfg)
 			h.reg.releaseControls(h.cfg)
 			return plugin.Error(pluginName, fmt.Errorf("%s:%d - api %s: %w", a.at.file, a.at.line, a.Addr, err))
 		}
@@ -397,6 +402,7 @@ func (h *HealthRoute) OnShutdown() error {
 	h.reg.noteCheckStates()
 	h.reg.scheduler().Release(h.specs())
 	h.reg.release(h.cfg)
+	h.reg.stopRoute53API(h.cfg)
 	h.reg.releaseControls(h.cfg)
 	return nil
 }

@@ -67,7 +67,7 @@ func (r *resolver) Records() []view.Record {
 				continue // another block at the name
 			}
 			st := t.state(n.id)
-			v := view.Record{Name: rs.Name, Type: dns.TypeToString[n.qtype], Policy: rs.Policy.String()}
+			v := view.Record{Name: rs.Name, Type: dns.TypeToString[n.qtype], Policy: rs.Policy.String(), API: rs.API}
 			if !n.dynHealth {
 				hv := st.healthy
 				v.Healthy, v.LastResort = &hv, st.failOpen

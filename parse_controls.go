@@ -148,7 +148,14 @@ func finishControls(cfg *blockConfig, checkPos map[string]pos) error {
 	names := controlNames(cfg)
 	cc := cfg.Controls
 	if cc == nil {
-		if len(names) == 0 {
+		if len(names) == 0 && cfg.R53API == nil {
+			return nil
+		}
+		if len(names) == 0 { // the API's record sets live in the same state
+			if cfg.Fleet != nil && len(cfg.Fleet.Join) > 0 {
+				return cfg.R53API.at.errorf("route53_api: in a fleet the API's record sets live in the replicated state: expected a controls block listing the voters (controls { voters NAME=ADDRESS:PORT... })")
+			}
+			cfg.Controls = &controlsConfig{DataDir: cfg.controlsDir, rulePos: map[string]pos{}, at: cfg.R53API.at}
 			return nil
 		}
 		at := checkPos[names[0]]

@@ -51,6 +51,8 @@ type registry struct {
 	refused int
 	again   bool
 	follow  func() // runs the reload that again asks for; nil: none (tests)
+
+	api apiRegistry // the Route 53-compatible API's listeners and blocks
 }
 
 // shared is the registry of the running process. Tests build their own.

@@ -24,7 +24,7 @@ func (r *registry) acquireControls(cfg *blockConfig) error {
 	defer r.mu.Unlock()
 	opened := false
 	if r.node == nil {
-		n, err := control.Open(cc.nodeConfig(cfg), r.op.SetReplicated)
+		n, err := control.Open(cc.nodeConfig(cfg), r.replicated)
 		if err != nil {
 			return cc.at.errorf("controls: %v", err)
 		}

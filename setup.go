@@ -148,6 +148,11 @@ func parse(c *caddy.Controller) (*blockConfig, error) {
 				return err
 			}
 			return parseControls(c, cfg, args)
+		case "route53_api":
+			if err := opts.once(c, "", key); err != nil {
+				return err
+			}
+			return parseRoute53API(c, cfg, args)
 		case "region", "check", "record":
 			if key == "check" && len(args) > 0 {
 				checkPos[args[0]] = pos{c.File(), c.Line()}
@@ -171,6 +176,11 @@ func parse(c *caddy.Controller) (*blockConfig, error) {
 	}
 	if cfg.Route53 != nil {
 		if err := loadRoute53(cfg, &children); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.R53API != nil {
+		if err := loadRoute53API(cfg, &children); err != nil {
 			return nil, err
 		}
 	}

@@ -46,6 +46,16 @@ func loadFSM(dir string) (*fsm, error) {
 	return f, nil
 }
 
+// LoadState reads the state last applied from the state file of data directory
+// dir, without opening the directory; a missing file is the empty state.
+func LoadState(dir string) (*State, error) {
+	f, err := loadFSM(dir)
+	if err != nil {
+		return nil, err
+	}
+	return f.st, nil
+}
+
 // state returns a copy of the state.
 func (f *fsm) state() *State {
 	f.mu.Lock()

@@ -59,17 +59,20 @@ type Request struct {
 	Override   map[string]string `json:"override,omitempty"`
 	BreakGlass []string          `json:"break_glass,omitempty"`
 	Read       bool              `json:"read,omitempty"`
+	API        *APICommand       `json:"api,omitempty"`
 }
 
 // reply is the leader's answer to a forwarded request.
 type reply struct {
-	Err     string `json:"error,omitempty"`
-	Rule    string `json:"rule,omitempty"`
-	Refused bool   `json:"refused,omitempty"`
-	Quorum  bool   `json:"quorum,omitempty"`  // the leader lost its majority
-	Unknown bool   `json:"unknown,omitempty"` // ... after the change was proposed
-	State   *State `json:"state,omitempty"`
-	Index   uint64 `json:"index,omitempty"` // the raft index the change was applied at
+	Err      string   `json:"error,omitempty"`
+	Rule     string   `json:"rule,omitempty"`
+	Code     string   `json:"code,omitempty"`
+	Messages []string `json:"messages,omitempty"`
+	Refused  bool     `json:"refused,omitempty"`
+	Quorum   bool     `json:"quorum,omitempty"`  // the leader lost its majority
+	Unknown  bool     `json:"unknown,omitempty"` // ... after the change was proposed
+	State    *State   `json:"state,omitempty"`
+	Index    uint64   `json:"index,omitempty"` // the raft index the change was applied at
 }
 
 // ErrNoQuorum matches errors of changes refused because this member reaches no
@@ -310,6 +313,15 @@ func (n *Node) SetPolicy(p Policy) {
 // waiting for the network.
 func (n *Node) State() *State { return n.fsm.state() }
 
+// API returns the API's part of the state as this member last applied it, nil
+// before any API command. It is shared, not copied: an applied command replaces
+// the APIState whole and never changes one in place, so callers must only read it.
+func (n *Node) API() *APIState {
+	n.fsm.mu.Lock()
+	defer n.fsm.mu.Unlock()
+	return n.fsm.st.API
+}
+
 // Close stops the node; the data directory keeps the state.
 func (n *Node) Close() {
 	n.closed.Do(func() {
@@ -327,6 +339,9 @@ func (n *Node) Close() {
 // known (the leader went away after receiving it).
 func (n *Node) Change(ctx context.Context, req Request) error {
 	_, err := n.do(ctx, req)
+	if req.API != nil { // the Route 53 API's commands are not control changes
+		return err
+	}
 	if err == nil {
 		changesTotal.Inc()
 	} else if errors.Is(err, ErrRefused) || errors.Is(err, ErrNoQuorum) {
@@ -436,7 +451,7 @@ func (r reply) err() error {
 	case r.Err == "":
 		return nil
 	case r.Refused:
-		return &Refusal{Rule: r.Rule, Reason: r.Err}
+		return &Refusal{Rule: r.Rule, Reason: r.Err, Code: r.Code, Messages: r.Messages}
 	case r.Quorum:
 		return &QuorumError{Msg: r.Err, Unknown: r.Unknown}
 	}
@@ -456,7 +471,7 @@ func (n *Node) lead(req Request) reply {
 	}
 	p := n.policy.Load()
 	cmd := Command{Time: time.Now().UTC(), Token: req.Token, Member: req.Member, Reason: req.Reason, Set: req.Set,
-		Override: req.Override, BreakGlass: req.BreakGlass, Rules: p.Rules, Controls: p.Controls, Checks: p.Checks}
+		Override: req.Override, BreakGlass: req.BreakGlass, Rules: p.Rules, Controls: p.Controls, Checks: p.Checks, API: req.API}
 	b, err := json.Marshal(cmd)
 	if err != nil {
 		return reply{Err: err.Error()}
@@ -476,7 +491,7 @@ func (n *Node) lead(req Request) reply {
 	if resp, ok := f.Response().(error); ok && resp != nil {
 		var ref *Refusal
 		if errors.As(resp, &ref) {
-			return reply{Err: ref.Reason, Rule: ref.Rule, Refused: true, Index: f.Index()}
+			return reply{Err: ref.Reason, Rule: ref.Rule, Code: ref.Code, Messages: ref.Messages, Refused: true, Index: f.Index()}
 		}
 		return reply{Err: resp.Error(), Index: f.Index()}
 	}

@@ -33,6 +33,7 @@ type Command struct {
 	Rules      []Rule            `json:"rules"`                 // the leader's rules
 	Controls   []string          `json:"controls"`              // the controls the leader's configuration defines
 	Checks     []string          `json:"checks,omitempty"`      // the checks it may override
+	API        *APICommand       `json:"api,omitempty"`         // a Route 53 API call; then Set and Override are empty
 }
 
 // Entry is one audit record: a change applied or refused.
@@ -58,6 +59,7 @@ type State struct {
 	Changed   map[string]time.Time `json:"changed"`
 	Overrides map[string]bool      `json:"overrides"`
 	Audit     []Entry              `json:"audit"`
+	API       *APIState            `json:"api,omitempty"` // what the Route 53-compatible API manages
 }
 
 // NewState returns the empty state: every control on, no overrides.
@@ -76,13 +78,16 @@ func (s *State) Clone() *State {
 	c := *s
 	c.Controls, c.Changed, c.Overrides = maps.Clone(s.Controls), maps.Clone(s.Changed), maps.Clone(s.Overrides)
 	c.Audit = slices.Clone(s.Audit)
+	c.API = s.API // shared: an API command replaces it whole (applyAPI), never changes it in place
 	return &c
 }
 
 // Refusal is a change the state machine refused, naming the rule it would break.
 type Refusal struct {
-	Rule   string // "" for a refusal that is no rule's (unknown control)
-	Reason string
+	Rule     string // "" for a refusal that is no rule's (unknown control)
+	Reason   string
+	Code     string   // a refused API command's Route 53 error code
+	Messages []string // an InvalidChangeBatch's messages, one per change refused
 }
 
 func (r *Refusal) Error() string { return r.Reason }
@@ -97,6 +102,12 @@ func (r *Refusal) Is(target error) bool { return target == ErrRefused }
 // else the *Refusal.
 func (s *State) Apply(index uint64, cmd *Command) error {
 	s.Index = index
+	if cmd.API != nil { // API calls keep a change log of their own, not the audit
+		if err := s.applyAPI(index, cmd); err != nil {
+			return err
+		}
+		return nil
+	}
 	s.Seq++
 	e := Entry{Seq: s.Seq, Time: cmd.Time, Token: cmd.Token, Member: cmd.Member, Reason: cmd.Reason,
 		Set: cmd.Set, Override: cmd.Override}

@@ -11,20 +11,20 @@ import (
 type ResourceRecordSet struct {
 	Name                    string
 	Type                    string
-	SetIdentifier           string                `json:",omitempty"`
-	Weight                  *int64                `json:",omitempty"`
-	Region                  string                `json:",omitempty"`
-	GeoLocation             *GeoLocation          `json:",omitempty"`
-	Failover                string                `json:",omitempty"`
-	MultiValueAnswer        *bool                 `json:",omitempty"`
-	TTL                     *int64                `json:",omitempty"`
-	ResourceRecords         []ResourceRecord      `json:",omitempty"`
-	AliasTarget             *AliasTarget          `json:",omitempty"`
-	HealthCheckId           string                `json:",omitempty"`
-	TrafficPolicyInstanceId string                `json:",omitempty"`
-	CidrRoutingConfig       *CidrRoutingConfig    `json:",omitempty"`
-	GeoProximityLocation    *GeoProximityLocation `json:",omitempty"`
-	AZAffinity              *AZAffinity           `json:",omitempty"`
+	SetIdentifier           string                `json:",omitempty" xml:",omitempty"`
+	Weight                  *int64                `json:",omitempty" xml:",omitempty"`
+	Region                  string                `json:",omitempty" xml:",omitempty"`
+	GeoLocation             *GeoLocation          `json:",omitempty" xml:",omitempty"`
+	Failover                string                `json:",omitempty" xml:",omitempty"`
+	MultiValueAnswer        *bool                 `json:",omitempty" xml:",omitempty"`
+	TTL                     *int64                `json:",omitempty" xml:",omitempty"`
+	ResourceRecords         []ResourceRecord      `json:",omitempty" xml:"ResourceRecords>ResourceRecord,omitempty"`
+	AliasTarget             *AliasTarget          `json:",omitempty" xml:",omitempty"`
+	HealthCheckId           string                `json:",omitempty" xml:",omitempty"`
+	TrafficPolicyInstanceId string                `json:",omitempty" xml:",omitempty"`
+	CidrRoutingConfig       *CidrRoutingConfig    `json:",omitempty" xml:",omitempty"`
+	GeoProximityLocation    *GeoProximityLocation `json:",omitempty" xml:",omitempty"`
+	AZAffinity              *AZAffinity           `json:",omitempty" xml:",omitempty"`
 }
 
 // ResourceRecord is one value of a record set, in presentation format.
@@ -32,9 +32,9 @@ type ResourceRecord struct{ Value string }
 
 // GeoLocation is a geolocation record set's location; CountryCode "*" is the default.
 type GeoLocation struct {
-	ContinentCode   string `json:",omitempty"`
-	CountryCode     string `json:",omitempty"`
-	SubdivisionCode string `json:",omitempty"`
+	ContinentCode   string `json:",omitempty" xml:",omitempty"`
+	CountryCode     string `json:",omitempty" xml:",omitempty"`
+	SubdivisionCode string `json:",omitempty" xml:",omitempty"`
 }
 
 // AliasTarget is where an alias record set points.
@@ -54,10 +54,10 @@ type CidrRoutingConfig struct {
 // GeoProximityLocation places a geoproximity record set at an AWS region, a Local
 // Zone group or coordinates, with a bias.
 type GeoProximityLocation struct {
-	AWSRegion      string       `json:",omitempty"`
-	LocalZoneGroup string       `json:",omitempty"`
-	Coordinates    *Coordinates `json:",omitempty"`
-	Bias           *int64       `json:",omitempty"`
+	AWSRegion      string       `json:",omitempty" xml:",omitempty"`
+	LocalZoneGroup string       `json:",omitempty" xml:",omitempty"`
+	Coordinates    *Coordinates `json:",omitempty" xml:",omitempty"`
+	Bias           *int64       `json:",omitempty" xml:",omitempty"`
 }
 
 // Coordinates are a latitude and longitude in decimal degrees, as strings.
@@ -75,23 +75,23 @@ type HealthCheck struct {
 // HealthCheckConfig is a health check's definition.
 type HealthCheckConfig struct {
 	Type                         string
-	IPAddress                    string                         `json:",omitempty"`
-	Port                         *int64                         `json:",omitempty"`
-	ResourcePath                 string                         `json:",omitempty"`
-	FullyQualifiedDomainName     string                         `json:",omitempty"`
-	SearchString                 string                         `json:",omitempty"`
-	RequestInterval              *int64                         `json:",omitempty"`
-	FailureThreshold             *int64                         `json:",omitempty"`
-	MeasureLatency               *bool                          `json:",omitempty"`
-	Inverted                     bool                           `json:",omitempty"`
-	Disabled                     bool                           `json:",omitempty"`
-	HealthThreshold              *int64                         `json:",omitempty"`
-	ChildHealthChecks            []string                       `json:",omitempty"`
-	EnableSNI                    *bool                          `json:",omitempty"`
-	Regions                      []string                       `json:",omitempty"`
-	AlarmIdentifier              *struct{ Region, Name string } `json:",omitempty"`
-	InsufficientDataHealthStatus string                         `json:",omitempty"`
-	RoutingControlArn            string                         `json:",omitempty"`
+	IPAddress                    string                         `json:",omitempty" xml:",omitempty"`
+	Port                         *int64                         `json:",omitempty" xml:",omitempty"`
+	ResourcePath                 string                         `json:",omitempty" xml:",omitempty"`
+	FullyQualifiedDomainName     string                         `json:",omitempty" xml:",omitempty"`
+	SearchString                 string                         `json:",omitempty" xml:",omitempty"`
+	RequestInterval              *int64                         `json:",omitempty" xml:",omitempty"`
+	FailureThreshold             *int64                         `json:",omitempty" xml:",omitempty"`
+	MeasureLatency               *bool                          `json:",omitempty" xml:",omitempty"`
+	Inverted                     bool                           `json:",omitempty" xml:",omitempty"`
+	Disabled                     bool                           `json:",omitempty" xml:",omitempty"`
+	HealthThreshold              *int64                         `json:",omitempty" xml:",omitempty"`
+	ChildHealthChecks            []string                       `json:",omitempty" xml:"ChildHealthChecks>ChildHealthCheck,omitempty"`
+	EnableSNI                    *bool                          `json:",omitempty" xml:",omitempty"`
+	Regions                      []string                       `json:",omitempty" xml:"Regions>Region,omitempty"`
+	AlarmIdentifier              *struct{ Region, Name string } `json:",omitempty" xml:",omitempty"`
+	InsufficientDataHealthStatus string                         `json:",omitempty" xml:",omitempty"`
+	RoutingControlArn            string                         `json:",omitempty" xml:",omitempty"`
 }
 
 // CidrBlock is one block of a CIDR collection location, as list-cidr-blocks prints it.

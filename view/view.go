@@ -63,8 +63,9 @@ type Record struct {
 	Name       string   `json:"name"`
 	Type       string   `json:"type"`
 	Policy     string   `json:"policy"`
-	Healthy    *bool    `json:"healthy,omitempty"` // a healthy answer exists (nil: depends on the client)
-	LastResort bool     `json:"last_resort"`       // every member unhealthy: failing open
+	Healthy    *bool    `json:"healthy,omitempty"`     // a healthy answer exists (nil: depends on the client)
+	LastResort bool     `json:"last_resort"`           // every member unhealthy: failing open
+	API        bool     `json:"api_managed,omitempty"` // made through the Route 53-compatible API
 	Members    []Member `json:"members"`
 }
 
@@ -135,6 +136,7 @@ type Step struct {
 	ScopeReason string `json:"ecs_scope_reason"`
 	// Location is the query's location for an azaffinity step, and where it came from.
 	Location string      `json:"location,omitempty"`
+	API      bool        `json:"api_managed,omitempty"` // the record set was made through the Route 53-compatible API
 	Members  []Candidate `json:"members"`
 }
 
