@@ -12,6 +12,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/net/ipv4"
+	"golang.org/x/net/ipv6"
+
 	sockaddr "github.com/hashicorp/go-sockaddr"
 	"github.com/hashicorp/memberlist"
 	"github.com/prometheus/client_golang/prometheus"
@@ -53,11 +56,12 @@ type transport struct {
 	stop  chan struct{} // closed at Shutdown: hand nothing more over
 
 	// Owned by readLoop alone.
-	logged   time.Time // when the drops were last logged
-	unlogged uint64    // drops since then
-	lastDrop netip.AddrPort
-	window   time.Time          // the start of the current pace window
-	counts   map[netip.Addr]int // datagrams handed over from each source in it
+	logged      time.Time // when the drops were last logged
+	unlogged    uint64    // drops since then
+	lastDrop    netip.AddrPort
+	window      time.Time          // the start of the current pace window
+	counts      map[netip.Addr]int // datagrams handed over from each source in it
+	windowDrops int                // datagrams dropped in it
 }
 
 const (
@@ -67,10 +71,17 @@ const (
 	packetsPerSource = 2000
 	// maxSources bounds the pace table: past it the window starts again early.
 	maxSources = 4096
-	// udpBufSize is the largest datagram read; memberlist sends at most 1400 bytes
+	// udpReadSize is the largest datagram read; memberlist sends at most 1400 bytes
 	// (UDPBufferSize) and a bigger one cannot be a member's, but reading the whole of
 	// it keeps a too-large datagram from being taken for a short one.
-	udpBufSize = 65536
+	udpReadSize = 65536
+	// readBatch is how many datagrams one read takes at most.
+	readBatch = 32
+	// floodDrops is how many drops in a second make the read loop pause between
+	// drained batches, and floodPause how long it pauses: the socket buffer
+	// (udpRecvBuf) holds well over a pause's worth of a 50,000-a-second flood.
+	floodDrops = 1000
+	floodPause = time.Millisecond
 	// udpRecvBuf is the socket's receive buffer, as memberlist asks for.
 	udpRecvBuf = 2 * 1024 * 1024
 	// Sizes of memberlist's encrypted packet: version byte, nonce, GCM tag.
@@ -222,42 +233,96 @@ func (t *transport) acceptLoop() {
 	}
 }
 
+// readLoop reads the gossip datagrams in batches (recvmmsg where the system has it)
+// and hands those of members to memberlist. Under a flood (more than floodDrops
+// datagrams dropped in the current second) it drains the socket, then waits
+// floodPause before reading again: the flood then costs one wakeup a pause instead
+// of one a datagram, while the kernel queues what arrives meanwhile (a member's
+// heartbeats included) in the socket's buffer.
 func (t *transport) readLoop() {
 	defer t.wg.Done()
-	buf := make([]byte, udpBufSize)
+	msgs := make([]ipv4.Message, readBatch)
+	for i := range msgs {
+		msgs[i].Buffers = [][]byte{make([]byte, udpReadSize)}
+	}
+	var batch interface {
+		ReadBatch([]ipv4.Message, int) (int, error)
+	} = ipv4.NewPacketConn(t.udp)
+	if local, ok := t.udp.LocalAddr().(*net.UDPAddr); ok && local.IP.To4() == nil {
+		batch = ipv6.NewPacketConn(t.udp)
+	}
 	var scratch []byte
+	pause := time.NewTimer(0)
+	defer pause.Stop()
 	for {
-		n, from, err := t.udp.ReadFromUDPAddrPort(buf)
+		n, err := batch.ReadBatch(msgs, 0)
 		now := time.Now()
 		if err != nil {
-			if t.done.Load() {
+			if t.done.Load() || errors.Is(err, net.ErrClosed) {
 				return
 			}
-			if errors.Is(err, net.ErrClosed) {
+			t.logs.Printf("[ERR] fleet: reading gossip datagrams: %v", err)
+			continue
+		}
+		for i := range msgs[:n] {
+			if !t.handle(&msgs[i], now, &scratch) {
 				return
 			}
-			t.logs.Printf("[ERR] fleet: reading a gossip datagram: %v", err)
-			continue
 		}
-		var ok bool
-		if ok, scratch = t.member(buf[:n], scratch); !ok {
-			droppedInvalid.Inc()
-			gossipErrors.Inc()
-			t.drop(from, now)
-			continue
-		}
-		if !t.pace(from.Addr().Unmap(), now) {
-			droppedPace.Inc()
-			t.drop(from, now)
-			continue
-		}
-		pkt := &memberlist.Packet{Buf: append([]byte(nil), buf[:n]...), From: net.UDPAddrFromAddrPort(from), Timestamp: now}
-		select {
-		case t.packs <- pkt:
-		case <-t.stop:
-			return
+		if n < len(msgs) && t.flooded(now) {
+			pause.Reset(floodPause)
+			select {
+			case <-pause.C:
+			case <-t.stop:
+				return
+			}
 		}
 	}
+}
+
+// handle checks one datagram read and hands it to memberlist if it is a member's;
+// false when the transport is shutting down.
+func (t *transport) handle(m *ipv4.Message, now time.Time, scratch *[]byte) bool {
+	from := addrPort(m.Addr)
+	b := m.Buffers[0][:m.N]
+	var ok bool
+	if m.Flags&msgTrunc != 0 { // larger than any member sends
+		ok = false
+	} else {
+		ok, *scratch = t.member(b, *scratch)
+	}
+	if !ok {
+		droppedInvalid.Inc()
+		gossipErrors.Inc()
+		t.drop(from, now)
+		return true
+	}
+	if !t.pace(from.Addr().Unmap(), now) {
+		droppedPace.Inc()
+		t.drop(from, now)
+		return true
+	}
+	pkt := &memberlist.Packet{Buf: append([]byte(nil), b...), From: net.UDPAddrFromAddrPort(from), Timestamp: now}
+	select {
+	case t.packs <- pkt:
+		return true
+	case <-t.stop:
+		return false
+	}
+}
+
+// addrPort is a datagram's source address.
+func addrPort(a net.Addr) netip.AddrPort {
+	if u, ok := a.(*net.UDPAddr); ok {
+		return u.AddrPort()
+	}
+	return netip.AddrPort{}
+}
+
+// flooded reports whether more than floodDrops datagrams were dropped in the
+// current pace window.
+func (t *transport) flooded(now time.Time) bool {
+	return now.Sub(t.window) < time.Second && t.windowDrops > floodDrops
 }
 
 // dropLogEvery is how often dropped datagrams are logged, as one line that counts them.
@@ -267,6 +332,7 @@ const dropLogEvery = 10 * time.Second
 // dropped since the last, so that a flood costs no formatting per datagram.
 func (t *transport) drop(from netip.AddrPort, now time.Time) {
 	t.unlogged++
+	t.windowDrops++
 	t.lastDrop = from
 	if now.Sub(t.logged) < dropLogEvery {
 		return
@@ -303,7 +369,7 @@ func (t *transport) member(b, scratch []byte) (bool, []byte) {
 func (t *transport) pace(addr netip.Addr, now time.Time) bool {
 	if now.Sub(t.window) >= time.Second || len(t.counts) >= maxSources {
 		clear(t.counts)
-		t.window = now
+		t.window, t.windowDrops = now, 0
 	}
 	t.counts[addr]++
 	return t.counts[addr] <= packetsPerSource
