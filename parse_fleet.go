@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/netip"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,7 +18,7 @@ import (
 )
 
 // parseFleet reads `fleet { bind; join; name; key_file; quorum; insecure; profile;
-// heartbeat; suspicion; max_connections }` into cfg.Fleet. It reads and checks the
+// heartbeat; suspicion; max_connections; region; role }` into cfg.Fleet. It reads and checks the
 // key file and starts nothing.
 func parseFleet(c *caddy.Controller, cfg *blockConfig) error {
 	if cfg.Fleet != nil {
@@ -133,6 +134,21 @@ func parseFleet(c *caddy.Controller, cfg *blockConfig) error {
 				return err
 			}
 			fc.Suspicion, suspicionAt = d, pos{c.File(), c.Line()}
+		case "region":
+			v, err := oneArg(c, a)
+			if err != nil {
+				return err
+			}
+			if !isRegionName(v) {
+				return c.Errf("fleet: region: invalid value '%s', expected a name of lower-case letters, digits and dashes such as us-east-1", v)
+			}
+			fc.Region = v
+		case "role":
+			r, err := parseRole(c, a)
+			if err != nil {
+				return err
+			}
+			fc.Role = r
 		case "max_connections":
 			if len(a) < 1 || len(a) > 2 {
 				return c.ArgErr()
@@ -175,6 +191,29 @@ func parseFleet(c *caddy.Controller, cfg *blockConfig) error {
 	}
 	cfg.Fleet = fc
 	return nil
+}
+
+// parseRole reads `role answer|probe|both`: what this member does. Answering only
+// and probing only exclude each other: a member that does neither is no member.
+func parseRole(c *caddy.Controller, a []string) (fleet.Role, error) {
+	if len(a) == 0 {
+		return 0, c.ArgErr()
+	}
+	if len(a) > 1 {
+		if slices.Contains(a, "answer") && slices.Contains(a, "probe") {
+			return 0, c.Errf("fleet: role: %s conflict: answer means it never probes, probe that it only probes; leave role out (or write both) for a member that answers and probes", strings.Join(a, " and "))
+		}
+		return 0, c.Errf("fleet: role: %d values '%s', expected one of answer, probe or both", len(a), strings.Join(a, " "))
+	}
+	switch a[0] {
+	case "both":
+		return fleet.RoleBoth, nil
+	case "answer":
+		return fleet.RoleAnswer, nil
+	case "probe":
+		return fleet.RoleProbe, nil
+	}
+	return 0, c.Errf("fleet: role: invalid value '%s', expected answer (answers from the others' reports, never probes), probe or both", a[0])
 }
 
 // maxKeyFile bounds what key_file reads: a key is a line of base64, not a file's worth.

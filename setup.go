@@ -269,6 +269,7 @@ var checkOptions = map[string][]health.Type{
 	"query":             {health.Prometheus},
 	"insufficient_data": {health.Prometheus},
 	"regions":           probed,
+	"checkers":          probed,
 	"invert":            nil,
 	"disabled":          nil,
 }

@@ -71,6 +71,14 @@ type Aggregator interface {
 	Status(fp string, local Status) Status
 }
 
+// Placer is an Aggregator that chooses which instances probe each check (a
+// fleet's placement of checkers). The scheduler asks it before each probe; a
+// check this instance is not a checker of is not probed, and asked about again
+// one interval later.
+type Placer interface {
+	Probes(spec *Spec) bool
+}
+
 // Scheduler runs the probes of every acquired check and publishes snapshots. One
 // Scheduler serves a whole process; checks are reference-counted by fingerprint, so a
 // reload that keeps a check keeps its state and its schedule.
@@ -384,6 +392,10 @@ func (s *Scheduler) run(ctx context.Context, e *entry) {
 			return
 		case <-t.C:
 		}
+		if !s.placed(spec) {
+			t.Reset(interval)
+			continue
+		}
 		due := time.Now()
 		if s.slots.acquire(ctx, due, waitKey(due, last)) != nil {
 			return
@@ -406,6 +418,15 @@ func (s *Scheduler) run(ctx context.Context, e *entry) {
 			s.record(e, err, took, ph)
 		}
 	}
+}
+
+// placed reports whether this instance probes spec now: always, unless the
+// Aggregator is a Placer that places the check elsewhere.
+func (s *Scheduler) placed(spec *Spec) bool {
+	s.mu.Lock()
+	pl, ok := s.Aggregator.(Placer)
+	s.mu.Unlock()
+	return !ok || pl.Probes(spec)
 }
 
 // costWeight orders the checks waiting for a probe slot: by due time plus

@@ -92,6 +92,8 @@ type Config struct {
 	Stale      time.Duration    // own reports of a check not probed for this long, or 3 of its intervals if longer, drop out; 0: DefaultStale
 	MaxBackoff time.Duration    // longest wait between join attempts; 0: DefaultMaxBackoff
 	Limits     Limits           // inbound gossip connections; zero fields: defaults
+	Region     string           // where this member runs: checks limited to regions are probed from members there
+	Role       Role             // answers, probes or both (the zero Role)
 
 	tune func(*memberlist.Config)                                          // tests: fast timers
 	wrap func(memberlist.NodeAwareTransport) memberlist.NodeAwareTransport // tests: partitions, byte counts
@@ -137,6 +139,16 @@ type Fleet struct {
 	restart  map[uint64]struct{}        // own reports marked stale, until OnStale has restarted their windows
 	beats    uint64                     // beats sent
 	recent   map[uint64]uint64          // own reports changed lately: id -> beats when it changed (see beatMsg)
+
+	meta      map[string]memberMeta // region and role of the members memberlist told of
+	placed    map[string]*placement // checkers by fingerprint (placement.go)
+	placeGen  uint64                // bumped when the members that may probe change
+	cands     []candidate           // the members that may probe, as of candGen
+	candGen   uint64
+	assigned  int               // checks this member probes
+	warnedAll bool              // a large fleet probing checks with every member was logged
+	short     map[string]bool   // checks with fewer checkers than they ask for, logged
+	origin    map[string]string // where each placed check is defined, for warnings
 
 	ml      atomic.Pointer[memberlist.Memberlist]
 	addr    string // this member's gossip address, set by Start
@@ -235,6 +247,8 @@ func New(cfg Config) (*Fleet, error) {
 		cfg: cfg, now: time.Now, wall: func() time.Time { return time.Now().Add(wallOffset) }, restart: map[uint64]struct{}{}, recent: map[uint64]uint64{},
 		own: map[uint64]*ownReport{}, peers: map[string]*peer{}, alive: map[string]memberlist.Node{},
 		lost: map[string]lostMember{}, last: map[string]*decision{}, dirty: map[string]struct{}{},
+		meta: map[string]memberMeta{}, placed: map[string]*placement{}, placeGen: 1,
+		short: map[string]bool{}, origin: map[string]string{},
 		pushed: map[string]time.Time{}, logs: newRateLog(),
 		kick: make(chan struct{}, 1), jobs: make(chan job, 64), directs: make(chan []byte, 64),
 	}
@@ -423,6 +437,7 @@ func (f *Fleet) agePeersLocked(now time.Time) bool {
 		if fresh != p.fresh {
 			p.fresh, changed = fresh, true
 			p.lapsed = !fresh
+			f.membersMovedLocked()
 		}
 		if fresh && now.Sub(p.heard) > 2*f.cfg.Beat {
 			// Missed beats: its reports of checks with short intervals may
@@ -432,6 +447,7 @@ func (f *Fleet) agePeersLocked(now time.Time) bool {
 		if _, ok := f.alive[name]; !ok && now.Sub(p.heard) > forget {
 			delete(f.peers, name)
 			delete(f.pushed, name)
+			delete(f.meta, name)
 			forgetMember(name)
 		}
 	}
