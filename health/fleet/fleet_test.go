@@ -197,6 +197,9 @@ type member struct {
 	onStale         func([]string)
 	clock           func() time.Time // nil: time.Now (a test that freezes a member's time sets it)
 	wall            func() time.Time // nil: time.Now (a test that sets a member's clock off sets it)
+	region          string
+	role            Role
+	regions         []string // cluster: member i is in regions[i%len(regions)]
 }
 
 // start starts a member on loopback; it is stopped at cleanup.
@@ -206,7 +209,7 @@ func start(t *testing.T, n *netsim, m member) *Fleet {
 		m.bind = netip.MustParseAddrPort("127.0.0.1:0")
 	}
 	cfg := Config{Name: m.name, Bind: m.bind, Key: m.key, Insecure: m.key == nil, Quorum: DefaultQuorum,
-		Beat: m.beat, Suspicion: m.suspicion, MaxBackoff: m.maxBackoff, tune: m.tune}
+		Beat: m.beat, Suspicion: m.suspicion, MaxBackoff: m.maxBackoff, tune: m.tune, Region: m.region, Role: m.role}
 	for _, j := range m.join {
 		cfg.Join = append(cfg.Join, netip.MustParseAddrPort(j))
 	}
@@ -244,6 +247,9 @@ func cluster(t *testing.T, n *netsim, size int, tmpl member) []*Fleet {
 	for i := range size {
 		m := tmpl
 		m.name, m.key = fmt.Sprintf("m%02d", i), testKey
+		if len(tmpl.regions) > 0 {
+			m.region = tmpl.regions[i%len(tmpl.regions)]
+		}
 		m.bind = netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, byte(i + 1)}), 0)
 		if i > 0 {
 			m.join = []string{ms[0].Addr()}
