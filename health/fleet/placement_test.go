@@ -23,11 +23,6 @@ func candidatesOf(n int) []candidate {
 	return out
 }
 
-func regionOf(cands []candidate, name string) string {
-	i := slices.IndexFunc(cands, func(c candidate) bool { return c.name == name })
-	return cands[i].region
-}
-
 // TestChooseSpreadsLoadOverMembersAndRegions places 100,000 checks (20,000 under
 // the race detector) of 3 checkers on 200 members: every member probes close to the
 // mean, each check's three
@@ -92,7 +87,7 @@ func TestChooseSpreadsLoadOverMembersAndRegions(t *testing.T) {
 		lo, hi = min(lo, n), max(hi, n)
 	}
 	mean := 3 * checks / members
-	t.Logf("load per member: %d to %d checks (mean %d); 10%% of members gone: %d checks (%.1f%%) changed checkers", lo, hi, mean, moved, 100*float64(moved)/checks)
+	t.Logf("load per member: %d to %d checks (mean %d); 10%% of members gone: %d checks (%.1f%%) changed checkers", lo, hi, mean, moved, 100*float64(moved)/float64(checks))
 	if len(load) != members || hi > mean*5/4 || lo < mean*3/4 {
 		t.Errorf("load from %d to %d checks on %d members, want within 25%% of %d", lo, hi, len(load), mean)
 	}
@@ -113,7 +108,7 @@ func TestChooseWithinRegionsAndShort(t *testing.T) {
 			t.Fatalf("%v: want 3 checkers", got)
 		}
 		for _, m := range got {
-			if r := regionOf(cands, m); r == "c" {
+			if r := cands[slices.IndexFunc(cands, func(c candidate) bool { return c.name == m })].region; r == "c" {
 				t.Fatalf("check %d: checker %s in region c, want a or b only", j, m)
 			}
 		}
