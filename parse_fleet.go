@@ -3,7 +3,9 @@ package healthroute
 import (
 	"cmp"
 	"encoding/base64"
+	"fmt"
 	"io"
+	"maps"
 	"net/netip"
 	"os"
 	"slices"
@@ -214,6 +216,26 @@ func parseRole(c *caddy.Controller, a []string) (fleet.Role, error) {
 		return fleet.RoleProbe, nil
 	}
 	return 0, c.Errf("fleet: role: invalid value '%s', expected answer (answers from the others' reports, never probes), probe or both", a[0])
+}
+
+// placementWarnings returns, at their Corefile lines, the checks whose checkers or
+// regions have no effect: without a fleet block this instance probes every check
+// itself, and a member of role answer probes none.
+func placementWarnings(cfg *blockConfig) []string {
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(cfg.Checks)) {
+		s := cfg.Checks[name]
+		if s.Checkers == 0 && len(s.Regions) == 0 || !s.Probed() {
+			continue
+		}
+		if cfg.Fleet == nil {
+			out = append(out, fmt.Sprintf("%s: check %s: checkers and regions place a check's probes on fleet members: without a fleet block, this instance probes it itself", s.Origin, name))
+		}
+	}
+	if cfg.Fleet != nil && cfg.Fleet.Role == fleet.RoleAnswer && len(cfg.Fleet.Join) == 0 {
+		out = append(out, fmt.Sprintf("fleet %s: role answer without join: this member probes nothing and has no member to answer from", cfg.Fleet.Name))
+	}
+	return out
 }
 
 // maxKeyFile bounds what key_file reads: a key is a line of base64, not a file's worth.

@@ -175,6 +175,9 @@ func parse(c *caddy.Controller) (*blockConfig, error) {
 	if err := validate(cfg); err != nil {
 		return nil, err
 	}
+	for _, w := range placementWarnings(cfg) {
+		log.Warning(w)
+	}
 	if err := authorityDefaults(cfg, time.Now()); err != nil {
 		return nil, err
 	}

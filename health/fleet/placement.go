@@ -214,7 +214,7 @@ func (f *Fleet) placeLocked(fp, name string, w want) *placement {
 // may probe than it names. It waits one Suspicion after start, so that members
 // have joined.
 func (f *Fleet) warnShortLocked(fp, name string, w want, got int) {
-	short := got == 0 && len(w.regions) > 0 || w.n > 0 && got < w.n
+	short := got == 0 || w.n > 0 && got < w.n
 	if !short {
 		delete(f.short, fp)
 		return
@@ -228,8 +228,10 @@ func (f *Fleet) warnShortLocked(fp, name string, w want, got int) {
 		where = o + ": check " + name
 	}
 	switch {
-	case got == 0:
+	case got == 0 && len(w.regions) > 0:
 		log.Warningf("%s: regions %s: no member this one reaches is in them: nothing probes the check, its last status is kept", where, strings.Join(w.regions, " "))
+	case got == 0:
+		log.Warningf("%s: no member this one reaches may probe (all are role answer): nothing probes the check, its last status is kept", where)
 	case len(w.regions) > 0:
 		log.Warningf("%s: checkers %d: only %d members this one reaches in regions %s may probe: all of them do", where, w.n, got, strings.Join(w.regions, " "))
 	default:

@@ -234,7 +234,7 @@ func (f *Fleet) View(fp string) View {
 	v := View{Quorum: f.cfg.Quorum}
 	v.Healthy, v.Total = f.tallyLocked(fp, now, func(r memberReport) { v.Reports = append(v.Reports, r) })
 	v.Checkers, v.Placed = f.checkersLocked(fp)
-	if p := f.placed[fp]; p != nil && v.Placed && len(v.Checkers) == 0 {
+	if p := f.placed[fp]; p != nil && len(v.Checkers) == 0 {
 		v.Problem = "no checker: no member this one reaches may probe it"
 		if len(p.want.regions) > 0 {
 			v.Problem = "no checker: no member this one reaches is in regions " + strings.Join(p.want.regions, " ")
