@@ -132,6 +132,7 @@ type Scheduler struct {
 
 type entry struct {
 	spec   *Spec
+	wake   chan struct{} // Replace: ask the Placer again now
 	refs   int
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -187,7 +188,7 @@ func (s *Scheduler) Acquire(specs []*Spec) {
 			e.info.Spec = sp // the status page shows the latest definition's name
 			continue
 		}
-		e := &entry{spec: sp, refs: 1, info: Info{Spec: sp}}
+		e := &entry{spec: sp, refs: 1, info: Info{Spec: sp}, wake: make(chan struct{}, 1)}
 		s.checks[fp] = e
 		if s.ctx != nil {
 			s.startLocked(e)
@@ -386,15 +387,23 @@ func (s *Scheduler) run(ctx context.Context, e *entry) {
 	// How long the previous probe held its slot; before the first, the most it can,
 	// so that an endpoint not yet known waits behind those known to answer quickly.
 	last := budget(spec)
+	here := true // placed here at the last ask (see Placer)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-		}
-		if !s.placed(spec) {
-			t.Reset(interval)
-			continue
+			if here = s.placed(spec); !here {
+				t.Reset(interval)
+				continue
+			}
+		case <-e.wake:
+			// Placed elsewhere until now: probe at once if placed here now.
+			if here || !s.placed(spec) {
+				continue
+			}
+			here = true
+			t.Stop()
 		}
 		due := time.Now()
 		if s.slots.acquire(ctx, due, waitKey(due, last)) != nil {
@@ -416,6 +425,20 @@ func (s *Scheduler) run(ctx context.Context, e *entry) {
 			s.skipped(e, err)
 		} else {
 			s.record(e, err, took, ph)
+		}
+	}
+}
+
+// Replace tells the scheduler that its Placer may place checks differently now
+// (fleet members came or went): the checks not probed here ask it again at once,
+// so that a new checker starts without waiting for its next due time.
+func (s *Scheduler) Replace() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range s.checks {
+		select {
+		case e.wake <- struct{}{}:
+		default:
 		}
 	}
 }

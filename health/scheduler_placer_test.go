@@ -66,3 +66,39 @@ func TestSchedulerProbesOnlyWherePlaced(t *testing.T) {
 		}
 	})
 }
+
+// TestSchedulerReplaceProbesAtOnce: a check placed here while its next ask is far
+// off (interval 30 s) is probed as soon as Replace says placement may have moved;
+// a Replace while it is probed here changes nothing of its schedule.
+func TestSchedulerReplaceProbesAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var probes atomic.Int64
+		pl := &placer{}
+		s := &Scheduler{
+			Aggregator: pl,
+			Jitter:     func(time.Duration) time.Duration { return 0 },
+			NewChecker: func(*Spec) (Checker, error) {
+				return CheckFunc(func(context.Context) error { probes.Add(1); return nil }), nil
+			},
+		}
+		s.Acquire([]*Spec{testSpec("a", 30*time.Second, 1, 1)})
+		s.Start(context.Background())
+		defer s.Stop()
+		advance(time.Second)
+		pl.set(true)
+		s.Replace()
+		advance(time.Millisecond)
+		if n := probes.Load(); n != 1 {
+			t.Fatalf("after Replace placed it here: %d probes, want 1 at once", n)
+		}
+		s.Replace()
+		advance(29 * time.Second)
+		if n := probes.Load(); n != 1 {
+			t.Fatalf("a Replace while probed here: %d probes before the interval ran out, want 1", n)
+		}
+		advance(time.Second)
+		if n := probes.Load(); n != 2 {
+			t.Errorf("%d probes after one interval, want 2", n)
+		}
+	})
+}

@@ -240,7 +240,9 @@ func TestFleetPlacementEightMembers(t *testing.T) {
 	for _, m := range killed {
 		m.kill(t)
 	}
-	dead := func(name string) bool { return slices.ContainsFunc(killed, func(m *fleetMember) bool { return m.name == name }) }
+	dead := func(name string) bool {
+		return slices.ContainsFunc(killed, func(m *fleetMember) bool { return m.name == name })
+	}
 	fleetWait(t, 30*time.Second, "3 live checkers probe web again", func() bool {
 		live := 0
 		for name := range web.since(time.Now().Add(-interval - 200*time.Millisecond)) {

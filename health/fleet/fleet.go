@@ -113,6 +113,10 @@ type Fleet struct {
 	// stalled, or their probes fell behind): Scheduler.RestartWindows, so that their
 	// next verdict rests on probes none of which is that old.
 	OnStale func(fps []string)
+	// OnMoved, when set, is called, from the fleet's goroutine, when the members
+	// that may probe changed, so that checks may have new checkers:
+	// Scheduler.Replace.
+	OnMoved func()
 
 	cfg   Config
 	now   func() time.Time // the clock; its monotonic reading times everything
@@ -147,6 +151,7 @@ type Fleet struct {
 	candGen   uint64
 	assigned  int               // checks this member probes
 	warnedAll bool              // a large fleet probing checks with every member was logged
+	movedGen  uint64            // placeGen when OnMoved was last called
 	short     map[string]bool   // checks with fewer checkers than they ask for, logged
 	origin    map[string]string // where each placed check is defined, for warnings
 
@@ -386,7 +391,12 @@ func (f *Fleet) loop(ctx context.Context) {
 			dirty, f.dirty = f.dirty, map[string]struct{}{}
 		}
 		f.dirtyAll = false
+		moved := f.movedGen != f.placeGen
+		f.movedGen = f.placeGen
 		f.mu.Unlock()
+		if moved && f.OnMoved != nil {
+			f.OnMoved()
+		}
 		switch {
 		case (all || f.OnChecks == nil && len(dirty) > 0) && f.OnChange != nil:
 			f.OnChange()
