@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/healthroute/healthroute/internal/coretest"
 	"github.com/healthroute/healthroute/view"
 )
@@ -227,6 +229,32 @@ func TestFleetPlacementEightMembers(t *testing.T) {
 		t.Errorf("ab probed by %v in 3 intervals, want the members of regions a and b: %v", names, inAB)
 	}
 
+	// Metrics: each member exports how many checks it is a checker of (web on 3,
+	// ab on the 6 in regions a and b: 9 in all) and its probes by check.
+	metrics := func(m *fleetMember) map[string]*dto.MetricFamily {
+		fams, _ := scrape(t, fmt.Sprintf("http://127.0.0.1:%d/metrics", m.metrics))
+		return fams
+	}
+	fleetWait(t, 10*time.Second, "each member's assigned checks gauge says what it probes", func() bool {
+		for i, m := range ms {
+			want := 0.0
+			if slices.Contains(checkers, m.name) {
+				want++
+			}
+			if r := placementRegion(i); r == "a" || r == "b" {
+				want++
+			}
+			if metricValue(metrics(m), "coredns_healthroute_fleet_assigned_checks", nil) != want {
+				return false
+			}
+		}
+		return true
+	}, diag)
+	reassigned := map[string]float64{}
+	for _, m := range ms {
+		reassigned[m.name] = metricValue(metrics(m), "coredns_healthroute_fleet_reassignments_total", nil)
+	}
+
 	var killed, left []*fleetMember
 	for _, m := range ms {
 		if slices.Contains(checkers, m.name) && len(killed) < 2 {
@@ -265,6 +293,11 @@ func TestFleetPlacementEightMembers(t *testing.T) {
 		c := placedOn(left)
 		return c != nil && !slices.ContainsFunc(c, dead)
 	}, diag)
+	for _, m := range left {
+		if n := metricValue(metrics(m), "coredns_healthroute_fleet_reassignments_total", nil); n <= reassigned[m.name] {
+			t.Errorf("%s counts %v reassignments after 2 checkers died, want more than the %v before", m.name, n, reassigned[m.name])
+		}
+	}
 	if wrong, summary := samples.stop(); wrong > 0 {
 		t.Errorf("%d answers with the secondary while checkers were replaced: %s", wrong, summary)
 	}
