@@ -229,6 +229,31 @@ func TestFleetPlacementEightMembers(t *testing.T) {
 		t.Errorf("ab probed by %v in 3 intervals, want the members of regions a and b: %v", names, inAB)
 	}
 
+	// The per-checker view: every checker's row names its region and address,
+	// and the status page writes them.
+	v := ms[0].checkView("web")
+	regionOf := map[string]string{}
+	for i, m := range ms {
+		regionOf[m.name] = placementRegion(i)
+	}
+	rows := 0
+	for _, r := range v.Members {
+		if !r.Checker {
+			continue
+		}
+		rows++
+		if r.Region != regionOf[r.Member] || r.Address == "" || !r.Counted || r.Observed.IsZero() {
+			t.Errorf("%s's row of checker %s: %+v, want region %s, an address, counted, a last report", ms[0].name, r.Member, r, regionOf[r.Member])
+		}
+	}
+	if rows != 3 {
+		t.Errorf("%s's view of web has %d checker rows, want 3: %+v", ms[0].name, rows, v.Members)
+	}
+	_, page := httpDo(t, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/", ms[0].api), "", "")
+	if want := fmt.Sprintf("%s [%s] 127.0.0.1:%d: up, last report ", checkers[0], regionOf[checkers[0]], ms[slices.IndexFunc(ms, func(m *fleetMember) bool { return m.name == checkers[0] })].gossip); !strings.Contains(page, want) {
+		t.Errorf("the status page does not write %q", want)
+	}
+
 	// Metrics: each member exports how many checks it is a checker of (web on 3,
 	// ab on the 6 in regions a and b: 9 in all) and its probes by check.
 	metrics := func(m *fleetMember) map[string]*dto.MetricFamily {

@@ -280,47 +280,6 @@ func (f *Fleet) checkerLocked(fp, name string) bool {
 	return found
 }
 
-// MemberInfo is what this member knows of another: for the per-checker view.
-type MemberInfo struct {
-	Region string
-	Role   Role
-	Addr   string
-}
-
-// Member returns what this member knows of member name.
-func (f *Fleet) Member(name string) (MemberInfo, bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if name == f.cfg.Name {
-		return MemberInfo{Region: f.cfg.Region, Role: f.cfg.Role, Addr: f.addr}, true
-	}
-	m, ok := f.meta[name]
-	n, alive := f.alive[name]
-	if !ok && !alive {
-		return MemberInfo{}, false
-	}
-	mi := MemberInfo{Region: m.region, Role: m.role}
-	if alive {
-		mi.Addr = n.Address()
-	}
-	return mi, true
-}
-
-// Regions returns the regions of the members this one can reach that may probe,
-// sorted, each once: for the startup check of a check's regions.
-func (f *Fleet) Regions() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var out []string
-	for _, c := range f.candidatesLocked() {
-		if !slices.Contains(out, c.region) {
-			out = append(out, c.region)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
 // checkersLocked returns fp's checkers as placed now, and whether the check names
 // them (false before the scheduler asked, or when every member probes it).
 func (f *Fleet) checkersLocked(fp string) ([]string, bool) {

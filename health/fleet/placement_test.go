@@ -320,3 +320,57 @@ func placementDetail(ms []*Fleet, spec *health.Spec) string {
 	}
 	return b.String()
 }
+
+// TestPlacementWithoutCandidates: a check limited to a region no member reachable
+// is in has no checker, and its view says why; a check asking for more checkers
+// than may probe gets every one; a member of role answer probes nothing.
+func TestPlacementWithoutCandidates(t *testing.T) {
+	m := start(t, nil, member{name: "solo", region: "c"})
+	inA := &health.Spec{Name: "a-only", Target: "http://192.0.2.3/", Regions: []string{"a"}}
+	if m.Probes(inA) {
+		t.Error("a member of region c probes a check limited to region a")
+	}
+	if v := m.View(inA.Fingerprint()); len(v.Checkers) != 0 || v.Problem != "no checker: no member this one reaches is in regions a" {
+		t.Errorf("view of a check without checker: %+v", v)
+	}
+	five := &health.Spec{Name: "five", Target: "http://192.0.2.4/", Checkers: 5}
+	if !m.Probes(five) || !slices.Equal(m.Checkers(five), []string{"solo"}) || m.View(five.Fingerprint()).Problem != "" {
+		t.Errorf("5 checkers wanted of 1 member: probes %v, checkers %v", m.Probes(five), m.Checkers(five))
+	}
+	dmz := start(t, nil, member{name: "dmz", role: RoleAnswer})
+	all := &health.Spec{Name: "all", Target: "http://192.0.2.5/"}
+	if dmz.Probes(all) || dmz.View(all.Fingerprint()).Problem != "no checker: no member this one reaches may probe it" {
+		t.Errorf("a lone member of role answer: probes %v, view %+v", dmz.Probes(all), dmz.View(all.Fingerprint()))
+	}
+}
+
+// TestRoleAndRegionTravel: a member's region and role reach the others in
+// memberlist's node metadata: a member of role answer is nobody's checker, and each
+// member's view shows the others' regions.
+func TestRoleAndRegionTravel(t *testing.T) {
+	ms := cluster(t, nil, 2, member{regions: []string{"a", "b"}})
+	dmz := start(t, nil, member{name: "dmz", key: testKey, region: "c", role: RoleAnswer, join: []string{ms[0].Addr()}})
+	all := append(ms, dmz)
+	spec := &health.Spec{Name: "web", Target: "http://192.0.2.6/"}
+	waitForDetail(t, 20*time.Second, "every member places the check on the two that probe", func() bool {
+		for _, m := range all {
+			if !slices.Equal(m.Checkers(spec), []string{"m00", "m01"}) {
+				return false
+			}
+		}
+		return true
+	}, func() string { return placementDetail(all, spec) })
+	for _, m := range all {
+		for name, region := range map[string]string{"m00": "a", "m01": "b", "dmz": "c"} {
+			if got, _ := m.whereOf(name); got != region {
+				t.Errorf("%s sees %s in region %q, want %q", m.Name(), name, got, region)
+			}
+		}
+	}
+}
+
+func (f *Fleet) whereOf(name string) (region, addr string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.whereLocked(name)
+}
