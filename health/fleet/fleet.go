@@ -148,6 +148,7 @@ type Fleet struct {
 	placed    map[string]*placement // checkers by fingerprint (placement.go)
 	placeGen  uint64                // bumped when the members that may probe change
 	cands     []candidate           // the members that may probe, as of candGen
+	candNames []string              // their names, sorted
 	candGen   uint64
 	assigned  int               // checks this member probes
 	warnedAll bool              // a large fleet probing checks with every member was logged

@@ -130,7 +130,11 @@ func (f *Fleet) candidatesLocked() []candidate {
 		out = append(out, candidate{name: f.cfg.Name, memberMeta: memberMeta{region: f.cfg.Region, role: f.cfg.Role, hash: nameHash(f.cfg.Name)}})
 	}
 	slices.SortFunc(out, func(a, b candidate) int { return strings.Compare(a.name, b.name) })
-	f.cands, f.candGen = out, f.placeGen
+	names := make([]string, len(out))
+	for i, c := range out {
+		names[i] = c.name
+	}
+	f.cands, f.candNames, f.candGen = out, names, f.placeGen
 	return out
 }
 
@@ -183,7 +187,12 @@ func (f *Fleet) placeLocked(fp, name string, w want) *placement {
 		return p
 	}
 	cands := f.candidatesLocked()
-	checkers := choose(shortID(fp), w, cands)
+	var checkers []string
+	if w.n <= 0 && len(w.regions) == 0 {
+		checkers = f.candNames // every candidate: one list shared by such checks, never written
+	} else {
+		checkers = choose(shortID(fp), w, cands)
+	}
 	if w.n == 0 && len(w.regions) == 0 && len(cands) > LargeFleet && !f.warnedAll {
 		f.warnedAll = true
 		log.Warningf("fleet: %d members each probe check %s (and any other without checkers or regions): its endpoint gets %d probes an interval; give such checks a number of checkers (docs/fleet.md#placement)",
