@@ -107,6 +107,7 @@ func TestSimulation20x1000(t *testing.T) {
 // simFigures are what placementSim measures.
 type simFigures struct {
 	boot, recovery time.Duration // until every live member agrees on every check's checkers and decision
+	replaced       time.Duration // after the crash, until every live member agrees on checkers none of which crashed
 	bytesPerMember float64       // gossip bytes on the wire per member per second, steady state
 	cpuPerMember   float64       // CPU seconds per second per member, steady state (fleet and driver)
 	probes         float64       // probes per second, all members together, steady state
@@ -155,7 +156,7 @@ func placementSim(tb testing.TB, members, checks, checkers int, within time.Dura
 		}
 	}()
 	defer func() { close(stop); <-stopped }()
-	agree := func() bool {
+	agree := func(placedOnly bool) bool {
 		ls := *live.Load()
 		want := len(ls)
 		if checkers > 0 {
@@ -167,7 +168,13 @@ func placementSim(tb testing.TB, members, checks, checkers int, within time.Dura
 				return false
 			}
 			for _, m := range ls {
-				if !slices.Equal(m.Checkers(s), ref) || m.Status(s.Fingerprint(), health.Status{}).Down != down(j) {
+				if !slices.Equal(m.Checkers(s), ref) {
+					return false
+				}
+				if placedOnly {
+					continue
+				}
+				if m.Status(s.Fingerprint(), health.Status{}).Down != down(j) {
 					return false
 				}
 				// The decision rests on fresh reports of every checker (checked
@@ -181,11 +188,10 @@ func placementSim(tb testing.TB, members, checks, checkers int, within time.Dura
 	}
 	// Polls are spaced 200 ms apart: a poll of every member's view of every check
 	// costs CPU the simulation needs.
-	until := func(what string) time.Duration {
-		start := time.Now()
+	until := func(start time.Time, placedOnly bool, what string) time.Duration {
 		tick := time.NewTicker(200 * time.Millisecond)
 		defer tick.Stop()
-		for !agree() {
+		for !agree(placedOnly) {
 			if time.Since(start) > within {
 				tb.Fatalf("%d members, %d checks, checkers %d: not within %s: %s", members, checks, checkers, within, what)
 			}
@@ -194,7 +200,7 @@ func placementSim(tb testing.TB, members, checks, checkers int, within time.Dura
 		return time.Since(start)
 	}
 	var f simFigures
-	f.boot = until("every member agrees after a cold start")
+	f.boot = until(time.Now(), false, "every member agrees after a cold start")
 
 	base, cpu0, p0, start := n.bytes.Load(), cpuTime(), probes.Load(), time.Now()
 	window := time.NewTimer(5 * time.Second) // a measuring window, not a wait for an event
@@ -220,9 +226,11 @@ func placementSim(tb testing.TB, members, checks, checkers int, within time.Dura
 		}
 	}
 	live.Store(&left)
-	f.recovery = until("the members left agree after 10% crashed")
-	tb.Logf("%d members, %d checks, checkers %d: cold start agreed in %s; steady: %.0f gossip bytes/s per member, %.4f CPU s/s per member, %.0f probes/s, %d own reports per member; after 10%% crashed, agreed in %s",
-		members, checks, checkers, f.boot.Round(time.Millisecond), f.bytesPerMember, f.cpuPerMember, f.probes, f.held, f.recovery.Round(time.Millisecond))
+	crashedAt := time.Now()
+	f.replaced = until(crashedAt, true, "the members left agree on new checkers after 10% crashed")
+	f.recovery = until(crashedAt, false, "the members left agree after 10% crashed")
+	tb.Logf("%d members, %d checks, checkers %d: cold start agreed in %s; steady: %.0f gossip bytes/s per member, %.4f CPU s/s per member, %.0f probes/s, %d own reports per member; after 10%% crashed, agreed on checkers in %s and on decisions from their fresh reports in %s",
+		members, checks, checkers, f.boot.Round(time.Millisecond), f.bytesPerMember, f.cpuPerMember, f.probes, f.held, f.replaced.Round(time.Millisecond), f.recovery.Round(time.Millisecond))
 	return f
 }
 
@@ -237,8 +245,9 @@ func cpuTime() time.Duration {
 
 // TestSimulationPlacement20x1000 runs 20 members with 1,000 checks (200 under the
 // race detector) on 3 checkers each, at the timers users get: every member agrees
-// on every check's checkers and decision within 20 s of a cold start, and again
-// within suspicion + 2 heartbeats + 3 s after 2 members crash; each member holds
+// on every check's checkers and decision within 20 s of a cold start; after 2
+// members crash, on new checkers within placementBound and on decisions from their
+// fresh reports within suspicion + 2 heartbeats + 3 s; each member holds
 // about 3/20 of the reports it would if every member probed every check.
 func TestSimulationPlacement20x1000(t *testing.T) {
 	if testing.Short() {
@@ -252,29 +261,35 @@ func TestSimulationPlacement20x1000(t *testing.T) {
 	if f.boot > 20*time.Second {
 		t.Errorf("a cold start agreed in %s, want within 20s", f.boot)
 	}
+	if f.replaced > placementBound {
+		t.Errorf("after 2 of 20 crashed, agreed on new checkers in %s, want within %s", f.replaced, placementBound)
+	}
 	if bound := defaultSuspicion + 2*DefaultBeat + 3*time.Second; f.recovery > bound {
-		t.Errorf("after 2 of 20 crashed, agreed in %s, want within %s", f.recovery, bound)
+		t.Errorf("after 2 of 20 crashed, agreed on decisions from the new checkers in %s, want within %s", f.recovery, bound)
 	}
 	if want := 3 * checks / 20; f.held < want*3/4 || f.held > want*5/4 {
 		t.Errorf("%d own reports per member, want about %d (3 checkers of %d checks on 20 members)", f.held, want, checks)
 	}
 }
 
-// BenchmarkSimulationPlacement measures placementSim on 200 members with 5,000
-// checks, on 3 checkers each and on every member, for docs/fleet.md#placement
+// BenchmarkSimulationPlacement measures placementSim on 50 and 200 members with
+// 1,000 checks, on 3 checkers each and on every member, for docs/fleet.md#placement
 // (go test -run X -bench SimulationPlacement -benchtime 1x ./health/fleet/).
 func BenchmarkSimulationPlacement(b *testing.B) {
-	for _, checkers := range []int{3, 0} {
-		b.Run(fmt.Sprintf("200x5000/checkers=%d", checkers), func(b *testing.B) {
-			for range b.N {
-				f := placementSim(b, 200, 5000, checkers, 5*time.Minute)
-				b.ReportMetric(f.boot.Seconds(), "s-boot")
-				b.ReportMetric(f.recovery.Seconds(), "s-recovery")
-				b.ReportMetric(f.bytesPerMember, "B/s/member")
-				b.ReportMetric(f.cpuPerMember, "cpu/member")
-				b.ReportMetric(float64(f.held), "reports/member")
-			}
-		})
+	for _, size := range []int{50, 200} {
+		for _, checkers := range []int{3, 0} {
+			b.Run(fmt.Sprintf("%dx1000/checkers=%d", size, checkers), func(b *testing.B) {
+				for range b.N {
+					f := placementSim(b, size, 1000, checkers, 5*time.Minute)
+					b.ReportMetric(f.boot.Seconds(), "s-boot")
+					b.ReportMetric(f.replaced.Seconds(), "s-replaced")
+					b.ReportMetric(f.recovery.Seconds(), "s-recovery")
+					b.ReportMetric(f.bytesPerMember, "B/s/member")
+					b.ReportMetric(f.cpuPerMember, "cpu/member")
+					b.ReportMetric(float64(f.held), "reports/member")
+				}
+			})
+		}
 	}
 }
 
