@@ -143,35 +143,63 @@ func (f *Fleet) candidatesLocked() []candidate {
 // (as Route 53 spreads a check's checkers over its regions). It returns them sorted.
 func choose(id uint64, w want, cands []candidate) []string {
 	type scored struct {
-		c candidate
+		i int // in cands
 		s uint64
 	}
-	in := make([]scored, 0, len(cands))
-	for _, c := range cands {
-		if len(w.regions) == 0 || slices.Contains(w.regions, c.region) {
-			in = append(in, scored{c, score(id, c.hash)})
-		}
-	}
-	if w.n <= 0 || w.n >= len(in) {
-		out := make([]string, len(in))
-		for i, s := range in {
-			out[i] = s.c.name
+	if w.n <= 0 {
+		var out []string
+		for _, c := range cands {
+			if len(w.regions) == 0 || slices.Contains(w.regions, c.region) {
+				out = append(out, c.name)
+			}
 		}
 		return out // cands is sorted
 	}
-	slices.SortFunc(in, func(a, b scored) int { return cmp.Compare(b.s, a.s) })
-	out := make([]string, 0, w.n)
-	taken := make([]bool, len(in))
-	var regions []string
-	for i, s := range in {
-		if len(out) < w.n && !slices.Contains(regions, s.c.region) {
-			regions = append(regions, s.c.region)
-			out, taken[i] = append(out, s.c.name), true
+	// One pass: the best of each region, and the 2n best of all (n of which at
+	// most are some region's best), each by score.
+	var best []scored
+	top := make([]scored, 0, 2*w.n+1)
+	eligible := 0
+	for i, c := range cands {
+		if len(w.regions) > 0 && !slices.Contains(w.regions, c.region) {
+			continue
+		}
+		eligible++
+		sc := scored{i, score(id, c.hash)}
+		k := slices.IndexFunc(best, func(b scored) bool { return cands[b.i].region == c.region })
+		switch {
+		case k < 0:
+			best = append(best, sc)
+		case sc.s > best[k].s:
+			best[k] = sc
+		}
+		if len(top) < 2*w.n || sc.s > top[len(top)-1].s {
+			at, _ := slices.BinarySearchFunc(top, sc, func(a, b scored) int { return cmp.Compare(b.s, a.s) })
+			top = slices.Insert(top, at, sc)
+			top = top[:min(len(top), 2*w.n)]
 		}
 	}
-	for i, s := range in {
-		if len(out) < w.n && !taken[i] {
-			out = append(out, s.c.name)
+	if eligible <= w.n {
+		var out []string
+		for _, c := range cands {
+			if len(w.regions) == 0 || slices.Contains(w.regions, c.region) {
+				out = append(out, c.name)
+			}
+		}
+		return out
+	}
+	slices.SortFunc(best, func(a, b scored) int { return cmp.Compare(b.s, a.s) })
+	best = best[:min(len(best), w.n)]
+	out := make([]string, 0, w.n)
+	for _, b := range best {
+		out = append(out, cands[b.i].name)
+	}
+	for _, t := range top {
+		if len(out) == w.n {
+			break
+		}
+		if !slices.ContainsFunc(best, func(b scored) bool { return b.i == t.i }) {
+			out = append(out, cands[t.i].name)
 		}
 	}
 	slices.Sort(out)

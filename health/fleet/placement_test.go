@@ -374,3 +374,74 @@ func (f *Fleet) whereOf(name string) (region, addr string) {
 	defer f.mu.Unlock()
 	return f.whereLocked(name)
 }
+
+// chooseBySort is choose written plainly: every eligible candidate sorted by score,
+// the best of each region first, then the best of the rest.
+func chooseBySort(id uint64, w want, cands []candidate) []string {
+	var in []candidate
+	for _, c := range cands {
+		if len(w.regions) == 0 || slices.Contains(w.regions, c.region) {
+			in = append(in, c)
+		}
+	}
+	if w.n <= 0 || w.n >= len(in) {
+		out := []string{}
+		for _, c := range in {
+			out = append(out, c.name)
+		}
+		return out
+	}
+	slices.SortFunc(in, func(a, b candidate) int {
+		sa, sb := score(id, a.hash), score(id, b.hash)
+		if sa > sb {
+			return -1
+		} else if sa < sb {
+			return 1
+		}
+		return 0
+	})
+	var out, regions []string
+	for _, c := range in {
+		if len(out) < w.n && !slices.Contains(regions, c.region) {
+			regions, out = append(regions, c.region), append(out, c.name)
+		}
+	}
+	for _, c := range in {
+		if len(out) < w.n && !slices.Contains(out, c.name) {
+			out = append(out, c.name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestChooseMatchesSortedChoice: the one-pass choose picks what sorting every
+// candidate by score picks, for small and large fleets, few and many regions, and
+// checks limited to regions.
+func TestChooseMatchesSortedChoice(t *testing.T) {
+	many := candidatesOf(60)
+	for i := range many {
+		many[i].region = fmt.Sprintf("r%d", i%25)
+	}
+	fleets := [][]candidate{candidatesOf(2), candidatesOf(8), candidatesOf(200), many}
+	wants := []want{{n: 1}, {n: 2}, {n: 3}, {n: 5}, {n: 16}, {n: 3, regions: []string{"a", "b"}}, {n: 2, regions: []string{"c"}},
+		{n: 4, regions: []string{"r1", "r2", "r3"}}, {regions: []string{"a"}}, {}}
+	checks := 2000
+	if raceDetector {
+		checks = 300
+	}
+	for j := range checks {
+		id := shortID(fmt.Sprintf("check-%d", j))
+		for fi, cands := range fleets {
+			for _, w := range wants {
+				got, ref := choose(id, w, cands), chooseBySort(id, w, cands)
+				if len(got) == 0 && len(ref) == 0 {
+					continue
+				}
+				if !slices.Equal(got, ref) {
+					t.Fatalf("check %d, fleet %d, %+v: %v, sorting picks %v", j, fi, w, got, ref)
+				}
+			}
+		}
+	}
+}
