@@ -228,56 +228,11 @@ func TestFleetPlacementEightMembers(t *testing.T) {
 	if names := slices.Sorted(maps.Keys(fromAB)); !slices.Equal(names, inAB) {
 		t.Errorf("ab probed by %v in 3 intervals, want the members of regions a and b: %v", names, inAB)
 	}
-
-	// The per-checker view: every checker's row names its region and address,
-	// and the status page writes them.
-	v := ms[0].checkView("web")
-	regionOf := map[string]string{}
-	for i, m := range ms {
-		regionOf[m.name] = placementRegion(i)
-	}
-	rows := 0
-	for _, r := range v.Members {
-		if !r.Checker {
-			continue
-		}
-		rows++
-		if r.Region != regionOf[r.Member] || r.Address == "" || !r.Counted || r.Observed.IsZero() {
-			t.Errorf("%s's row of checker %s: %+v, want region %s, an address, counted, a last report", ms[0].name, r.Member, r, regionOf[r.Member])
-		}
-	}
-	if rows != 3 {
-		t.Errorf("%s's view of web has %d checker rows, want 3: %+v", ms[0].name, rows, v.Members)
-	}
-	_, page := httpDo(t, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/", ms[0].api), "", "")
-	if want := fmt.Sprintf("%s [%s] 127.0.0.1:%d: up, last report ", checkers[0], regionOf[checkers[0]], ms[slices.IndexFunc(ms, func(m *fleetMember) bool { return m.name == checkers[0] })].gossip); !strings.Contains(page, want) {
-		t.Errorf("the status page does not write %q", want)
-	}
-
-	// Metrics: each member exports how many checks it is a checker of (web on 3,
-	// ab on the 6 in regions a and b: 9 in all) and its probes by check.
-	metrics := func(m *fleetMember) map[string]*dto.MetricFamily {
-		fams, _ := scrape(t, fmt.Sprintf("http://127.0.0.1:%d/metrics", m.metrics))
-		return fams
-	}
-	fleetWait(t, 10*time.Second, "each member's assigned checks gauge says what it probes", func() bool {
-		for i, m := range ms {
-			want := 0.0
-			if slices.Contains(checkers, m.name) {
-				want++
-			}
-			if r := placementRegion(i); r == "a" || r == "b" {
-				want++
-			}
-			if metricValue(metrics(m), "coredns_healthroute_fleet_assigned_checks", nil) != want {
-				return false
-			}
-		}
-		return true
-	}, diag)
+	checkCheckerRows(t, ms, checkers)
+	checkAssignedGauges(t, ms, checkers, diag)
 	reassigned := map[string]float64{}
 	for _, m := range ms {
-		reassigned[m.name] = metricValue(metrics(m), "coredns_healthroute_fleet_reassignments_total", nil)
+		reassigned[m.name] = metricValue(m.scrapeMetrics(t), "coredns_healthroute_fleet_reassignments_total", nil)
 	}
 
 	var killed, left []*fleetMember
@@ -319,11 +274,67 @@ func TestFleetPlacementEightMembers(t *testing.T) {
 		return c != nil && !slices.ContainsFunc(c, dead)
 	}, diag)
 	for _, m := range left {
-		if n := metricValue(metrics(m), "coredns_healthroute_fleet_reassignments_total", nil); n <= reassigned[m.name] {
+		if n := metricValue(m.scrapeMetrics(t), "coredns_healthroute_fleet_reassignments_total", nil); n <= reassigned[m.name] {
 			t.Errorf("%s counts %v reassignments after 2 checkers died, want more than the %v before", m.name, n, reassigned[m.name])
 		}
 	}
 	if wrong, summary := samples.stop(); wrong > 0 {
 		t.Errorf("%d answers with the secondary while checkers were replaced: %s", wrong, summary)
 	}
+}
+
+// checkCheckerRows holds the per-checker view of web on the first member: every
+// checker's row names its region and address, is counted and has a last report,
+// and the status page writes them.
+func checkCheckerRows(t *testing.T, ms []*fleetMember, checkers []string) {
+	t.Helper()
+	v := ms[0].checkView("web")
+	regionOf, gossipOf := map[string]string{}, map[string]int{}
+	for i, m := range ms {
+		regionOf[m.name], gossipOf[m.name] = placementRegion(i), m.gossip
+	}
+	rows := 0
+	for _, r := range v.Members {
+		if !r.Checker {
+			continue
+		}
+		rows++
+		if r.Region != regionOf[r.Member] || r.Address == "" || !r.Counted || r.Observed.IsZero() {
+			t.Errorf("%s's row of checker %s: %+v, want region %s, an address, counted, a last report", ms[0].name, r.Member, r, regionOf[r.Member])
+		}
+	}
+	if rows != 3 {
+		t.Errorf("%s's view of web has %d checker rows, want 3: %+v", ms[0].name, rows, v.Members)
+	}
+	_, page := httpDo(t, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/", ms[0].api), "", "")
+	if want := fmt.Sprintf("%s [%s] 127.0.0.1:%d: up, last report ", checkers[0], regionOf[checkers[0]], gossipOf[checkers[0]]); !strings.Contains(page, want) {
+		t.Errorf("the status page does not write %q", want)
+	}
+}
+
+// checkAssignedGauges waits until each member's assigned checks gauge says what it
+// probes: web on its 3 checkers, ab on the 6 members of regions a and b.
+func checkAssignedGauges(t *testing.T, ms []*fleetMember, checkers []string, diag func() string) {
+	t.Helper()
+	fleetWait(t, 10*time.Second, "each member's assigned checks gauge says what it probes", func() bool {
+		for i, m := range ms {
+			want := 0.0
+			if slices.Contains(checkers, m.name) {
+				want++
+			}
+			if r := placementRegion(i); r == "a" || r == "b" {
+				want++
+			}
+			if metricValue(m.scrapeMetrics(t), "coredns_healthroute_fleet_assigned_checks", nil) != want {
+				return false
+			}
+		}
+		return true
+	}, diag)
+}
+
+// scrapeMetrics returns m's Prometheus metrics.
+func (m *fleetMember) scrapeMetrics(t *testing.T) map[string]*dto.MetricFamily {
+	fams, _ := scrape(t, fmt.Sprintf("http://127.0.0.1:%d/metrics", m.metrics))
+	return fams
 }

@@ -146,59 +146,9 @@ func placementSim(tb testing.TB, members, checks, checkers int, within time.Dura
 	crashed := map[string]bool{} // written before live moves on
 	var live atomic.Pointer[[]*Fleet]
 	live.Store(&ms)
-	var probes atomic.Int64
-	stop, stopped := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(stopped)
-		tick := time.NewTicker(time.Second)
-		defer tick.Stop()
-		for {
-			for _, m := range *live.Load() {
-				for j, s := range specs {
-					if m.Probes(s) {
-						m.Local(s.Fingerprint(), status(down(j)))
-						probes.Add(1)
-					}
-				}
-			}
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-		}
-	}()
-	defer func() { close(stop); <-stopped }()
-	agree := func(placedOnly bool) bool {
-		ls := *live.Load()
-		want := len(ls)
-		if checkers > 0 {
-			want = min(checkers, len(ls))
-		}
-		for j, s := range specs {
-			ref := ls[0].Checkers(s)
-			if len(ref) != want || slices.ContainsFunc(ref, func(c string) bool { return crashed[c] }) {
-				return false
-			}
-			for _, m := range ls {
-				if !slices.Equal(m.Checkers(s), ref) {
-					return false
-				}
-				if placedOnly {
-					continue
-				}
-				if m.Status(s.Fingerprint(), health.Status{}).Down != down(j) {
-					return false
-				}
-				// The decision rests on fresh reports of every checker (checked
-				// on the first checks: a View of every check costs too much).
-				if j < 20 && m.View(s.Fingerprint()).Total != want {
-					return false
-				}
-			}
-		}
-		return true
-	}
+	probes, stop := driveProbes(&live, specs, down)
+	defer stop()
+	agree := func(placedOnly bool) bool { return simAgree(*live.Load(), specs, checkers, crashed, down, placedOnly) }
 	// Polls are spaced 200 ms apart: a poll of every member's view of every check
 	// costs CPU the simulation needs.
 	until := func(start time.Time, placedOnly bool, what string) time.Duration {
@@ -249,6 +199,68 @@ func placementSim(tb testing.TB, members, checks, checkers int, within time.Dura
 	tb.Logf("%d members, %d checks, checkers %d: cold start agreed in %s; steady: %.0f gossip bytes/s per member, %.4f CPU s/s per member, %.0f probes/s, %d own reports per member, %.1f reassignments/s; after 10%% crashed, agreed on checkers in %s and on decisions from their fresh reports in %s",
 		members, checks, checkers, f.boot.Round(time.Millisecond), f.bytesPerMember, f.cpuPerMember, f.probes, f.held, f.moves, f.replaced.Round(time.Millisecond), f.recovery.Round(time.Millisecond))
 	return f
+}
+
+// driveProbes probes specs every second on each live member that is one of their
+// checkers, as its scheduler would (check j's result is down(j)), counting the
+// probes, until stop is called.
+func driveProbes(live *atomic.Pointer[[]*Fleet], specs []*health.Spec, down func(int) bool) (probes *atomic.Int64, stop func()) {
+	probes = &atomic.Int64{}
+	quit, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			for _, m := range *live.Load() {
+				for j, s := range specs {
+					if m.Probes(s) {
+						m.Local(s.Fingerprint(), status(down(j)))
+						probes.Add(1)
+					}
+				}
+			}
+			select {
+			case <-quit:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return probes, func() { close(quit); <-stopped }
+}
+
+// simAgree reports whether every member of ls places each of specs on the same
+// checkers (checkers of them, 0: all), none of them crashed, and, unless
+// placedOnly, decides it as down says from the fresh reports of all of them.
+func simAgree(ls []*Fleet, specs []*health.Spec, checkers int, crashed map[string]bool, down func(int) bool, placedOnly bool) bool {
+	want := len(ls)
+	if checkers > 0 {
+		want = min(checkers, len(ls))
+	}
+	for j, s := range specs {
+		ref := ls[0].Checkers(s)
+		if len(ref) != want || slices.ContainsFunc(ref, func(c string) bool { return crashed[c] }) {
+			return false
+		}
+		for _, m := range ls {
+			if !slices.Equal(m.Checkers(s), ref) {
+				return false
+			}
+			if placedOnly {
+				continue
+			}
+			if m.Status(s.Fingerprint(), health.Status{}).Down != down(j) {
+				return false
+			}
+			// The decision rests on fresh reports of every checker (checked on
+			// the first checks: a View of every check costs too much).
+			if j < 20 && m.View(s.Fingerprint()).Total != want {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // cpuTime is the CPU time this process has used, user and system.
