@@ -423,6 +423,7 @@ func (f *Fleet) tick() {
 			delete(f.last, fp)
 		}
 	}
+	f.forgetPlacementsLocked(now, forget)
 	for name, l := range f.lost {
 		if now.Sub(l.since) > 24*time.Hour {
 			delete(f.lost, name)

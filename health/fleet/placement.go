@@ -5,6 +5,7 @@ import (
 	"hash/fnv"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/healthroute/healthroute/health"
 )
@@ -97,8 +98,9 @@ type placement struct {
 	gen      uint64 // f.placeGen when computed
 	name     string // the check's name, for warnings
 	want     want
-	checkers []string // sorted
-	self     bool     // this member is one of them
+	checkers []string  // sorted
+	self     bool      // this member is one of them
+	asked    time.Time // when the scheduler last asked (Probes): unasked long enough, it is forgotten
 }
 
 // candidate is a member that may probe: reachable, fresh, of a probing role.
@@ -229,7 +231,7 @@ func (f *Fleet) placeLocked(fp, name string, w want) *placement {
 	f.warnShortLocked(fp, name, w, len(checkers))
 	self := slices.Contains(checkers, f.cfg.Name)
 	if p == nil {
-		p = &placement{}
+		p = &placement{asked: f.now()}
 		f.placed[fp] = p
 	} else if !slices.Equal(p.checkers, checkers) {
 		reassignments.Inc()
@@ -276,6 +278,23 @@ func (f *Fleet) warnShortLocked(fp, name string, w want, got int) {
 	}
 }
 
+// forgetPlacementsLocked drops the placements of checks the scheduler has not
+// asked about for forget (released by a reload), with what was noted of them.
+func (f *Fleet) forgetPlacementsLocked(now time.Time, forget time.Duration) {
+	for fp, p := range f.placed {
+		if now.Sub(p.asked) <= forget {
+			continue
+		}
+		if p.self {
+			f.assigned--
+			assignedChecks.Set(float64(f.assigned))
+		}
+		delete(f.placed, fp)
+		delete(f.origin, fp)
+		delete(f.short, fp)
+	}
+}
+
 // membersMovedLocked notes that the members that may probe may have changed: every
 // placement is recomputed when next asked for.
 func (f *Fleet) membersMovedLocked() { f.placeGen++ }
@@ -289,7 +308,9 @@ func (f *Fleet) Probes(spec *health.Spec) bool {
 	if spec.Origin != "" {
 		f.origin[spec.Fingerprint()] = spec.Origin
 	}
-	return f.placeLocked(spec.Fingerprint(), spec.Name, wantOf(spec)).self
+	p := f.placeLocked(spec.Fingerprint(), spec.Name, wantOf(spec))
+	p.asked = f.now()
+	return p.self
 }
 
 // Checkers returns spec's checkers as this member sees them now, sorted.

@@ -445,3 +445,34 @@ func TestChooseMatchesSortedChoice(t *testing.T) {
 		}
 	}
 }
+
+// TestPlacementForgottenWhenNoLongerAsked: a check the scheduler stops asking
+// about (a reload released it) is forgotten 10 stale bounds later, and the checks
+// this member is a checker of are counted down with it.
+func TestPlacementForgottenWhenNoLongerAsked(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	m := start(t, nil, member{name: "solo", clock: clock})
+	kept := &health.Spec{Name: "kept", Target: "http://192.0.2.7/", Checkers: 1}
+	gone := &health.Spec{Name: "gone", Target: "http://192.0.2.8/", Checkers: 1}
+	if !m.Probes(kept) || !m.Probes(gone) {
+		t.Fatal("a lone member is not the checker of its checks")
+	}
+	assigned := func() int { m.mu.Lock(); defer m.mu.Unlock(); return m.assigned }
+	if n := assigned(); n != 2 {
+		t.Fatalf("%d checks assigned, want 2", n)
+	}
+	mu.Lock()
+	now = now.Add(10*defaultStale + time.Minute)
+	mu.Unlock()
+	m.Probes(kept)
+	m.tick()
+	m.mu.Lock()
+	_, keptThere := m.placed[kept.Fingerprint()]
+	_, goneThere := m.placed[gone.Fingerprint()]
+	m.mu.Unlock()
+	if !keptThere || goneThere || assigned() != 1 {
+		t.Errorf("after 11 min: kept %v, gone %v, %d assigned; want the unasked one forgotten and 1 assigned", keptThere, goneThere, assigned())
+	}
+}
