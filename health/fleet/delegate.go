@@ -58,6 +58,7 @@ func (e *events) up(n *memberlist.Node) {
 	f.membersMovedLocked()
 	delete(f.lost, n.Name)
 	membersAlive.Set(float64(len(f.alive)))
+	f.nodes.Store(int32(len(f.alive)))
 	f.dirtyAll = true
 	push := !was && n.Name != f.cfg.Name && f.pushLocked(n.Name, f.now())
 	f.mu.Unlock()
@@ -76,6 +77,7 @@ func (e *events) NotifyLeave(n *memberlist.Node) {
 		f.lost[n.Name] = lostMember{addr: n.Address(), since: f.now()}
 	}
 	membersAlive.Set(float64(len(f.alive)))
+	f.nodes.Store(int32(len(f.alive)))
 	f.dirtyAll = true
 	f.mu.Unlock()
 	f.poke()

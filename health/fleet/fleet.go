@@ -157,7 +157,8 @@ type Fleet struct {
 	origin    map[string]string // where each placed check is defined, for warnings
 
 	ml      atomic.Pointer[memberlist.Memberlist]
-	addr    string // this member's gossip address, set by Start
+	nodes   atomic.Int32 // len(alive), for the broadcast queue (numNodes)
+	addr    string       // this member's gossip address, set by Start
 	queue   *memberlist.TransmitLimitedQueue
 	kick    chan struct{}
 	jobs    chan job
@@ -356,10 +357,10 @@ func (f *Fleet) Members() []string {
 }
 
 func (f *Fleet) numNodes() int {
-	if ml := f.ml.Load(); ml != nil {
-		return ml.NumMembers()
-	}
-	return 1
+	// Not memberlist's NumMembers: the queue asks under its lock, and memberlist
+	// may hold its node lock while it waits for f.mu (NotifyLeave), whose holder
+	// may wait for the queue (stallLocked's Reset): a cycle.
+	return max(int(f.nodes.Load()), 1)
 }
 
 // loop beats, ages reports and calls OnChange when decisions may have changed.
