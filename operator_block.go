@@ -116,6 +116,7 @@ func (h *HealthRoute) Checks() []view.Check {
 		}
 		if sched != nil {
 			if in, found := sched.Info(spec.Fingerprint()); found {
+				ownError(v.Fleet, in.LastErr)
 				v.LastError, v.LastProbe, v.LastChange = in.LastErr, in.LastProbe, in.LastChange
 				v.LastLatency = float64(in.LastLatency.Microseconds()) / 1000
 				v.Probes, v.Failures = in.Probes, in.Failures
@@ -162,10 +163,25 @@ func (h *HealthRoute) Generation() uint64 {
 	return 0
 }
 
+// ownError puts this instance's last failure reason on its own row of the fleet view.
+func ownError(fv *view.Fleet, err string) {
+	if fv == nil {
+		return
+	}
+	for i := range fv.Members {
+		if fv.Members[i].Self {
+			fv.Members[i].Error = err
+		}
+	}
+}
+
 // fleetView converts the fleet's view of one check, with the fleet's own quorum
 // rule (fleet.Healthy) put in words.
 func fleetView(v fleet.View) *view.Fleet {
-	fv := &view.Fleet{Healthy: v.Healthy, Total: v.Total, Quorum: v.Quorum, Kept: v.Kept, Members: []view.FleetMember{}}
+	fv := &view.Fleet{Healthy: v.Healthy, Total: v.Total, Quorum: v.Quorum, Kept: v.Kept, Members: []view.FleetMember{}, Error: v.Problem}
+	if v.Placed {
+		fv.Checkers = v.Checkers
+	}
 	switch {
 	case v.New:
 		fv.Decision = "no reachable member has a verdict yet: healthy, as a new check"
@@ -177,7 +193,7 @@ func fleetView(v fleet.View) *view.Fleet {
 		fv.Decision = fmt.Sprintf("%d of %d reachable checkers healthy, not more than %d%%: unhealthy", v.Healthy, v.Total, v.Quorum)
 	}
 	for _, r := range v.Reports {
-		fv.Members = append(fv.Members, view.FleetMember{Member: r.Member, Self: r.Self, Reachable: r.Reachable,
+		fv.Members = append(fv.Members, view.FleetMember{Member: r.Member, Self: r.Self, Checker: r.Checker, Region: r.Region, Address: r.Addr, Reachable: r.Reachable,
 			Counted: r.Counted, NoVerdict: r.Pending, Down: r.Down, Seq: r.Seq, Observed: r.Observed, Heard: r.Heard})
 	}
 	return fv

@@ -27,7 +27,7 @@ func parseCheck(c *caddy.Controller, cfg *blockConfig, args []string) (*health.S
 	if !ok {
 		return nil, nil, c.Errf("check %s: unknown type '%s', expected http, https, tcp, websocket, grpc, calculated, prometheus or control", name, args[1])
 	}
-	s := &health.Spec{Name: name, Type: typ, Interval: health.DefaultInterval, Fails: health.DefaultFails}
+	s := &health.Spec{Name: name, Type: typ, Interval: health.DefaultInterval, Fails: health.DefaultFails, Origin: fmt.Sprintf("%s:%d", c.File(), c.Line())}
 	if typ == health.Prometheus {
 		s.Fails = 1 // the query already encodes how many failures make an alarm
 	}
@@ -162,6 +162,16 @@ func parseCheck(c *caddy.Controller, cfg *blockConfig, args []string) (*health.S
 			return flag(&s.TLS)
 		case "regions":
 			return parseCheckRegions(c, s, a)
+		case "checkers":
+			v, err := oneArg(c, a)
+			if err != nil {
+				return err
+			}
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > maxCheckers {
+				return c.Errf("check %s: checkers: invalid value '%s', expected a number of fleet members from 1 to %d", name, v, maxCheckers)
+			}
+			s.Checkers = n
 		case "insufficient_data":
 			v, err := oneArg(c, a)
 			if err != nil {
@@ -314,23 +324,39 @@ func resolveChildren(cfg *blockConfig, children map[*health.Spec][]childRef) err
 	return nil
 }
 
-// parseCheckRegions reads a check's `regions REGION...` option: where Route 53 probes
-// the check from. It is kept on the check for placing checkers later; today every
-// instance (every fleet member) probes the checks it is configured with, so it draws
-// a warning.
+// maxCheckers bounds a check's checkers: Route 53 has at most 8 checker regions of
+// about 2 checkers each; more than 16 probes an interval buy no independence.
+const maxCheckers = 16
+
+// parseCheckRegions reads a check's `regions REGION...` option: the regions whose
+// fleet members probe the check (Route 53's checker regions). Names are those of
+// the members' `region`: lower-case letters, digits and dashes.
 func parseCheckRegions(c *caddy.Controller, s *health.Spec, a []string) error {
 	if len(a) == 0 {
 		return c.ArgErr()
 	}
 	for i, r := range a {
-		if !isRegion(r) {
-			return c.Errf("check %s: regions: invalid region '%s', expected region codes such as us-east-1", s.Name, r)
+		if !isRegionName(r) {
+			return c.Errf("check %s: regions: invalid region '%s', expected names of lower-case letters, digits and dashes such as us-east-1, as fleet members give them in region", s.Name, r)
 		}
 		if slices.Contains(a[:i], r) {
 			return c.Errf("check %s: regions: %s is given twice", s.Name, r)
 		}
 	}
 	s.Regions = slices.Clone(a)
-	log.Warningf("check %s: regions %v is kept but not used yet: every instance that has the check probes it", s.Name, a)
 	return nil
+}
+
+// isRegionName reports whether s is a region name as fleet members and checks
+// give it: 1 to 63 lower-case letters, digits and dashes.
+func isRegionName(s string) bool {
+	if len(s) == 0 || len(s) > 63 {
+		return false
+	}
+	for _, r := range s {
+		if (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '-' {
+			return false
+		}
+	}
+	return true
 }

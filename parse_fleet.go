@@ -3,9 +3,12 @@ package healthroute
 import (
 	"cmp"
 	"encoding/base64"
+	"fmt"
 	"io"
+	"maps"
 	"net/netip"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,7 +20,7 @@ import (
 )
 
 // parseFleet reads `fleet { bind; join; name; key_file; quorum; insecure; profile;
-// heartbeat; suspicion; max_connections }` into cfg.Fleet. It reads and checks the
+// heartbeat; suspicion; max_connections; region; role }` into cfg.Fleet. It reads and checks the
 // key file and starts nothing.
 func parseFleet(c *caddy.Controller, cfg *blockConfig) error {
 	if cfg.Fleet != nil {
@@ -133,6 +136,21 @@ func parseFleet(c *caddy.Controller, cfg *blockConfig) error {
 				return err
 			}
 			fc.Suspicion, suspicionAt = d, pos{c.File(), c.Line()}
+		case "region":
+			v, err := oneArg(c, a)
+			if err != nil {
+				return err
+			}
+			if !isRegionName(v) {
+				return c.Errf("fleet: region: invalid value '%s', expected a name of lower-case letters, digits and dashes such as us-east-1", v)
+			}
+			fc.Region = v
+		case "role":
+			r, err := parseRole(c, a)
+			if err != nil {
+				return err
+			}
+			fc.Role = r
 		case "max_connections":
 			if len(a) < 1 || len(a) > 2 {
 				return c.ArgErr()
@@ -175,6 +193,49 @@ func parseFleet(c *caddy.Controller, cfg *blockConfig) error {
 	}
 	cfg.Fleet = fc
 	return nil
+}
+
+// parseRole reads `role answer|probe|both`: what this member does. Answering only
+// and probing only exclude each other: a member that does neither is no member.
+func parseRole(c *caddy.Controller, a []string) (fleet.Role, error) {
+	if len(a) == 0 {
+		return 0, c.ArgErr()
+	}
+	if len(a) > 1 {
+		if slices.Contains(a, "answer") && slices.Contains(a, "probe") {
+			return 0, c.Errf("fleet: role: %s conflict: answer means it never probes, probe that it only probes; leave role out (or write both) for a member that answers and probes", strings.Join(a, " and "))
+		}
+		return 0, c.Errf("fleet: role: %d values '%s', expected one of answer, probe or both", len(a), strings.Join(a, " "))
+	}
+	switch a[0] {
+	case "both":
+		return fleet.RoleBoth, nil
+	case "answer":
+		return fleet.RoleAnswer, nil
+	case "probe":
+		return fleet.RoleProbe, nil
+	}
+	return 0, c.Errf("fleet: role: invalid value '%s', expected answer (answers from the others' reports, never probes), probe or both", a[0])
+}
+
+// placementWarnings returns, at their Corefile lines, the checks whose checkers or
+// regions have no effect: without a fleet block this instance probes every check
+// itself, and a member of role answer probes none.
+func placementWarnings(cfg *blockConfig) []string {
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(cfg.Checks)) {
+		s := cfg.Checks[name]
+		if s.Checkers == 0 && len(s.Regions) == 0 || !s.Probed() {
+			continue
+		}
+		if cfg.Fleet == nil {
+			out = append(out, fmt.Sprintf("%s: check %s: checkers and regions place a check's probes on fleet members: without a fleet block, this instance probes it itself", s.Origin, name))
+		}
+	}
+	if cfg.Fleet != nil && cfg.Fleet.Role == fleet.RoleAnswer && len(cfg.Fleet.Join) == 0 {
+		out = append(out, fmt.Sprintf("fleet %s: role answer without join: this member probes nothing and has no member to answer from", cfg.Fleet.Name))
+	}
+	return out
 }
 
 // maxKeyFile bounds what key_file reads: a key is a line of base64, not a file's worth.

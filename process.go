@@ -118,7 +118,7 @@ func (r *registry) scheduler() *health.Scheduler {
 func startFleet(fc *fleet.Config, sched *health.Scheduler) *fleet.Fleet {
 	f, err := fleet.New(*fc)
 	if err == nil {
-		f.OnChange, f.OnChecks, f.OnStale = sched.Republish, sched.RepublishChecks, sched.RestartWindows
+		f.OnChange, f.OnChecks, f.OnStale, f.OnMoved = sched.Republish, sched.RepublishChecks, sched.RestartWindows, sched.Replace
 		err = f.Start()
 	}
 	if err != nil {

@@ -199,6 +199,9 @@ func parse(c *caddy.Controller) (*blockConfig, error) {
 	if err := validate(cfg); err != nil {
 		return nil, err
 	}
+	for _, w := range placementWarnings(cfg) {
+		log.Warning(w)
+	}
 	if err := authorityDefaults(cfg, time.Now()); err != nil {
 		return nil, err
 	}
@@ -294,6 +297,7 @@ var checkOptions = map[string][]health.Type{
 	"query":             {health.Prometheus},
 	"insufficient_data": {health.Prometheus},
 	"regions":           probed,
+	"checkers":          probed,
 	"invert":            nil,
 	"disabled":          nil,
 }

@@ -71,6 +71,14 @@ type Aggregator interface {
 	Status(fp string, local Status) Status
 }
 
+// Placer is an Aggregator that chooses which instances probe each check (a
+// fleet's placement of checkers). The scheduler asks it before each probe; a
+// check this instance is not a checker of is not probed, and asked about again
+// one interval later.
+type Placer interface {
+	Probes(spec *Spec) bool
+}
+
 // Scheduler runs the probes of every acquired check and publishes snapshots. One
 // Scheduler serves a whole process; checks are reference-counted by fingerprint, so a
 // reload that keeps a check keeps its state and its schedule.
@@ -126,6 +134,7 @@ type Scheduler struct {
 
 type entry struct {
 	spec   *Spec
+	wake   chan struct{} // Replace: ask the Placer again now
 	refs   int
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -193,7 +202,7 @@ func (s *Scheduler) acquire(specs []*Spec) (want uint64) {
 			e.info.Spec = sp // the status page shows the latest definition's name
 			continue
 		}
-		e := &entry{spec: sp, refs: 1, info: Info{Spec: sp}}
+		e := &entry{spec: sp, refs: 1, info: Info{Spec: sp}, wake: make(chan struct{}, 1)}
 		s.checks[fp] = e
 		if s.restoreLocked(fp, e) {
 			want = s.markLocked(fp)
@@ -396,11 +405,23 @@ func (s *Scheduler) run(ctx context.Context, e *entry) {
 	// How long the previous probe held its slot; before the first, the most it can,
 	// so that an endpoint not yet known waits behind those known to answer quickly.
 	last := budget(spec)
+	here := true // placed here at the last ask (see Placer)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			if here = s.placed(spec); !here {
+				t.Reset(interval)
+				continue
+			}
+		case <-e.wake:
+			// Placed elsewhere until now: probe at once if placed here now.
+			if here || !s.placed(spec) {
+				continue
+			}
+			here = true
+			t.Stop()
 		}
 		due := time.Now()
 		if s.slots.acquire(ctx, due, waitKey(due, last)) != nil {
@@ -424,6 +445,29 @@ func (s *Scheduler) run(ctx context.Context, e *entry) {
 			s.record(e, err, took, ph)
 		}
 	}
+}
+
+// Replace tells the scheduler that its Placer may place checks differently now
+// (fleet members came or went): the checks not probed here ask it again at once,
+// so that a new checker starts without waiting for its next due time.
+func (s *Scheduler) Replace() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range s.checks {
+		select {
+		case e.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// placed reports whether this instance probes spec now: always, unless the
+// Aggregator is a Placer that places the check elsewhere.
+func (s *Scheduler) placed(spec *Spec) bool {
+	s.mu.Lock()
+	pl, ok := s.Aggregator.(Placer)
+	s.mu.Unlock()
+	return !ok || pl.Probes(spec)
 }
 
 // costWeight orders the checks waiting for a probe slot: by due time plus

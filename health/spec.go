@@ -104,8 +104,12 @@ type Spec struct {
 	NoData NoData // prometheus: treatment of an empty result
 
 	// Regions are the regions the check is to be probed from (Route 53's checker
-	// regions), kept for placing checkers; not used yet, and not in the fingerprint.
-	Regions []string
+	// regions): in a fleet, only members of these regions probe it. Checkers is how
+	// many members probe it (0: every member that may). Neither is in the
+	// fingerprint: they choose who measures, not what is measured.
+	Regions  []string
+	Checkers int
+	Origin   string // where the check is defined (Corefile file:line), for warnings
 
 	fp string // set by Seal
 }

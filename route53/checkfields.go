@@ -6,8 +6,8 @@ import (
 )
 
 // checkFields returns the check options of the health check fields that are not
-// about what is probed: Regions becomes `regions` (kept, not used yet, with a
-// warning), MeasureLatency draws a warning, and the HealthThreshold edge cases are
+// about what is probed: Regions becomes `regions` (in a fleet, members of those
+// regions probe the check; with a warning), MeasureLatency draws a warning, and the HealthThreshold edge cases are
 // named in one (the table in
 // docs/traffic-flow.md lists every field).
 func (c *converter) checkFields(hc *HealthCheck) []string {
@@ -19,7 +19,7 @@ func (c *converter) checkFields(hc *HealthCheck) []string {
 			rs[i] = strings.ToLower(r)
 		}
 		opts = append(opts, "regions "+strings.Join(rs, " "))
-		c.warnf("health check %s: Regions %s kept as `regions`, not used yet: every healthroute instance that has the check probes it", hc.Id, strings.Join(rs, ", "))
+		c.warnf("health check %s: Regions %s kept as `regions`: in a fleet only members whose region is one of these probe it (give members these region codes); a lone instance probes it itself", hc.Id, strings.Join(rs, ", "))
 	}
 	if cfg.MeasureLatency != nil && *cfg.MeasureLatency {
 		c.warnf("health check %s: MeasureLatency has no equivalent (it changes no answer): healthroute does not measure probe latency", hc.Id)

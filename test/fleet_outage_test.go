@@ -51,9 +51,10 @@ func reportOf(v *view.Fleet, name string) (view.FleetMember, bool) {
 }
 
 // answerSampler queries members for www.example.org A every 20 ms, from start until
-// stop, and counts the answers with the primary's address: after the member's first
-// answer with the secondary when afterFailover, else all of them.
+// stop, and counts the answers with the primary's address (bad): after the member's
+// first answer with the secondary when afterFailover, else all of them.
 type answerSampler struct {
+	bad      string // the answer that is wrong
 	mu       sync.Mutex
 	samples  map[string]int
 	wrong    map[string]int
@@ -64,7 +65,12 @@ type answerSampler struct {
 }
 
 func sampleAnswers(ms []*fleetMember, afterFailover bool) *answerSampler {
-	s := &answerSampler{samples: map[string]int{}, wrong: map[string]int{}, failed: map[string]int{}, first: map[string]string{},
+	return sampleAnswersBut(ms, fleetPrimary, afterFailover)
+}
+
+// sampleAnswersBut is sampleAnswers counting the answers with bad as wrong.
+func sampleAnswersBut(ms []*fleetMember, bad string, afterFailover bool) *answerSampler {
+	s := &answerSampler{bad: bad, samples: map[string]int{}, wrong: map[string]int{}, failed: map[string]int{}, first: map[string]string{},
 		done: make(chan struct{}), finished: make(chan struct{})}
 	addrs := map[string]string{} // by name: fixed across restarts, read here once
 	for _, m := range ms {
@@ -90,12 +96,12 @@ func sampleAnswers(ms []*fleetMember, afterFailover bool) *answerSampler {
 				switch {
 				case err != nil:
 					s.failed[m.name]++
-				case got == fleetSecondary:
-					failedOver[m.name] = true
-				case got == fleetPrimary && (failedOver[m.name] || !afterFailover):
+				case got == s.bad && (failedOver[m.name] || !afterFailover):
 					if s.wrong[m.name]++; s.wrong[m.name] == 1 {
 						s.first[m.name] = time.Now().Format("15:04:05.000")
 					}
+				case got == fleetSecondary:
+					failedOver[m.name] = true
 				}
 				s.mu.Unlock()
 			}

@@ -88,24 +88,8 @@ func fleetMembers(t testing.TB, n int, url string) []*fleetMember {
 // failure_threshold lines) given.
 func fleetMembersProbing(t testing.TB, n int, url, settings string) []*fleetMember {
 	t.Helper()
-	key := make([]byte, 32)
-	rand.Read(key)
-	keyFile := filepath.Join(t.TempDir(), "gossip.key")
-	if err := os.WriteFile(keyFile, []byte(base64.StdEncoding.EncodeToString(key)+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ms := make([]*fleetMember, n)
-	for i := range ms {
-		ms[i] = &fleetMember{name: fmt.Sprintf("dns-%c", 'a'+i), dns: coretest.FreePort(t), api: coretest.FreePort(t), gossip: coretest.FreePort(t),
-			metrics: coretest.FreePort(t)}
-	}
-	for i, m := range ms {
-		var join []string
-		for j, o := range ms {
-			if j != i {
-				join = append(join, fmt.Sprintf("127.0.0.1:%d", o.gossip))
-			}
-		}
+	ms, keyFile := newFleetMembers(t, n)
+	for _, m := range ms {
 		m.corefile = fmt.Sprintf(`example.org:%d {
 	bind 127.0.0.1
 	prometheus 127.0.0.1:%d
@@ -125,9 +109,38 @@ func fleetMembersProbing(t testing.TB, n int, url, settings string) []*fleetMemb
 			secondary A 198.51.100.1
 		}
 	}
-}`, m.dns, m.metrics, m.api, m.gossip, strings.Join(join, " "), m.name, keyFile, url, settings)
+}`, m.dns, m.metrics, m.api, m.gossip, m.join(ms), m.name, keyFile, url, settings)
 	}
 	return ms
+}
+
+// newFleetMembers names n members dns-a, dns-b... with free ports, and writes
+// their gossip key; the caller writes their Corefiles.
+func newFleetMembers(t testing.TB, n int) ([]*fleetMember, string) {
+	t.Helper()
+	key := make([]byte, 32)
+	rand.Read(key)
+	keyFile := filepath.Join(t.TempDir(), "gossip.key")
+	if err := os.WriteFile(keyFile, []byte(base64.StdEncoding.EncodeToString(key)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ms := make([]*fleetMember, n)
+	for i := range ms {
+		ms[i] = &fleetMember{name: fmt.Sprintf("dns-%c", 'a'+i), dns: coretest.FreePort(t), api: coretest.FreePort(t), gossip: coretest.FreePort(t),
+			metrics: coretest.FreePort(t)}
+	}
+	return ms, keyFile
+}
+
+// join is m's join line: every other member's gossip address.
+func (m *fleetMember) join(ms []*fleetMember) string {
+	var join []string
+	for _, o := range ms {
+		if o != m {
+			join = append(join, fmt.Sprintf("127.0.0.1:%d", o.gossip))
+		}
+	}
+	return strings.Join(join, " ")
 }
 
 func (m *fleetMember) start(t testing.TB) {

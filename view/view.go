@@ -43,12 +43,18 @@ type Fleet struct {
 	Kept     bool          `json:"kept"`           // nothing counted: the last status is kept (or, before any verdict, healthy as a new check)
 	Decision string        `json:"decision"`       // the decision in words
 	Members  []FleetMember `json:"members"`
+	Checkers []string      `json:"checkers,omitempty"` // the check's checkers now, when it names them (checkers, regions)
+	Error    string        `json:"error,omitempty"`    // why the check has no checker, when it has none
 }
 
 // FleetMember is one member's latest report of a check.
 type FleetMember struct {
 	Member    string    `json:"member"`
 	Self      bool      `json:"self,omitempty"`
+	Checker   bool      `json:"checker"`           // one of the check's checkers now: only their reports count
+	Region    string    `json:"region,omitempty"`  // the member's region
+	Address   string    `json:"address,omitempty"` // its gossip address, while reachable
+	Error     string    `json:"error,omitempty"`   // this instance's last failure reason (its own row only: reasons are not gossiped)
 	Reachable bool      `json:"reachable"`
 	Counted   bool      `json:"counted"`
 	NoVerdict bool      `json:"no_verdict,omitempty"` // its threshold window has not completed since it started or stalled: counted nowhere

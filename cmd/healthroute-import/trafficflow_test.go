@@ -51,7 +51,7 @@ func TestAZAffinityImport(t *testing.T) {
 		t.Fatal(err)
 	}
 	want, _, _ := strings.Cut(string(golden), "-- warnings --\n")
-	if code != 0 || stdout != want || !strings.Contains(stderr, "kept as `regions`, not used yet") {
+	if code != 0 || stdout != want || !strings.Contains(stderr, "kept as `regions`: in a fleet only members whose region") {
 		t.Errorf("exit %d, stdout:\n%s\nwant:\n%s\nstderr: %s", code, stdout, want, stderr)
 	}
 }

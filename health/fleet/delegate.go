@@ -26,8 +26,8 @@ func deltaKey(member string, id uint64) string { return fmt.Sprintf("%s/%x", mem
 // delegate is the Fleet as memberlist's Delegate.
 type delegate Fleet
 
-func (d *delegate) NodeMeta(int) []byte { return nil }
-func (d *delegate) NotifyMsg(b []byte)  { (*Fleet)(d).handle(b, true) }
+func (d *delegate) NodeMeta(limit int) []byte { return (*Fleet)(d).nodeMeta(limit) }
+func (d *delegate) NotifyMsg(b []byte)        { (*Fleet)(d).handle(b, true) }
 func (d *delegate) GetBroadcasts(overhead, limit int) [][]byte {
 	(*Fleet)(d).running() // what was queued before a stall is dropped, not sent
 	return d.queue.GetBroadcasts(overhead, limit)
@@ -54,8 +54,11 @@ func (e *events) up(n *memberlist.Node) {
 	c.Addr, c.Meta = slices.Clone(n.Addr), nil
 	_, was := f.alive[n.Name]
 	f.alive[n.Name] = c
+	f.meta[n.Name] = parseMeta(n.Name, n.Meta)
+	f.membersMovedLocked()
 	delete(f.lost, n.Name)
 	membersAlive.Set(float64(len(f.alive)))
+	f.nodes.Store(int32(len(f.alive)))
 	f.dirtyAll = true
 	push := !was && n.Name != f.cfg.Name && f.pushLocked(n.Name, f.now())
 	f.mu.Unlock()
@@ -69,10 +72,12 @@ func (e *events) NotifyLeave(n *memberlist.Node) {
 	f := (*Fleet)(e)
 	f.mu.Lock()
 	delete(f.alive, n.Name)
+	f.membersMovedLocked()
 	if n.State == memberlist.StateDead {
 		f.lost[n.Name] = lostMember{addr: n.Address(), since: f.now()}
 	}
 	membersAlive.Set(float64(len(f.alive)))
+	f.nodes.Store(int32(len(f.alive)))
 	f.dirtyAll = true
 	f.mu.Unlock()
 	f.poke()

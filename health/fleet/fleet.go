@@ -92,6 +92,8 @@ type Config struct {
 	Stale      time.Duration    // own reports of a check not probed for this long, or 3 of its intervals if longer, drop out; 0: DefaultStale
 	MaxBackoff time.Duration    // longest wait between join attempts; 0: DefaultMaxBackoff
 	Limits     Limits           // inbound gossip connections; zero fields: defaults
+	Region     string           // where this member runs: checks limited to regions are probed from members there
+	Role       Role             // answers, probes or both (the zero Role)
 
 	tune func(*memberlist.Config)                                          // tests: fast timers
 	wrap func(memberlist.NodeAwareTransport) memberlist.NodeAwareTransport // tests: partitions, byte counts
@@ -111,6 +113,10 @@ type Fleet struct {
 	// stalled, or their probes fell behind): Scheduler.RestartWindows, so that their
 	// next verdict rests on probes none of which is that old.
 	OnStale func(fps []string)
+	// OnMoved, when set, is called, from the fleet's goroutine, when the members
+	// that may probe changed, so that checks may have new checkers:
+	// Scheduler.Replace.
+	OnMoved func()
 
 	cfg   Config
 	now   func() time.Time // the clock; its monotonic reading times everything
@@ -138,8 +144,21 @@ type Fleet struct {
 	beats    uint64                     // beats sent
 	recent   map[uint64]uint64          // own reports changed lately: id -> beats when it changed (see beatMsg)
 
+	meta      map[string]memberMeta // region and role of the members memberlist told of
+	placed    map[string]*placement // checkers by fingerprint (placement.go)
+	placeGen  uint64                // bumped when the members that may probe change
+	cands     []candidate           // the members that may probe, as of candGen
+	candNames []string              // their names, sorted
+	candGen   uint64
+	assigned  int               // checks this member probes
+	warnedAll bool              // a large fleet probing checks with every member was logged
+	movedGen  uint64            // placeGen when OnMoved was last called
+	short     map[string]bool   // checks with fewer checkers than they ask for, logged
+	origin    map[string]string // where each placed check is defined, for warnings
+
 	ml      atomic.Pointer[memberlist.Memberlist]
-	addr    string // this member's gossip address, set by Start
+	nodes   atomic.Int32 // len(alive), for the broadcast queue (numNodes)
+	addr    string       // this member's gossip address, set by Start
 	queue   *memberlist.TransmitLimitedQueue
 	kick    chan struct{}
 	jobs    chan job
@@ -235,6 +254,8 @@ func New(cfg Config) (*Fleet, error) {
 		cfg: cfg, now: time.Now, wall: func() time.Time { return time.Now().Add(wallOffset) }, restart: map[uint64]struct{}{}, recent: map[uint64]uint64{},
 		own: map[uint64]*ownReport{}, peers: map[string]*peer{}, alive: map[string]memberlist.Node{},
 		lost: map[string]lostMember{}, last: map[string]*decision{}, dirty: map[string]struct{}{},
+		meta: map[string]memberMeta{}, placed: map[string]*placement{}, placeGen: 1,
+		short: map[string]bool{}, origin: map[string]string{},
 		pushed: map[string]time.Time{}, logs: newRateLog(),
 		kick: make(chan struct{}, 1), jobs: make(chan job, 64), directs: make(chan []byte, 64),
 	}
@@ -336,10 +357,10 @@ func (f *Fleet) Members() []string {
 }
 
 func (f *Fleet) numNodes() int {
-	if ml := f.ml.Load(); ml != nil {
-		return ml.NumMembers()
-	}
-	return 1
+	// Not memberlist's NumMembers: the queue asks under its lock, and memberlist
+	// may hold its node lock while it waits for f.mu (NotifyLeave), whose holder
+	// may wait for the queue (stallLocked's Reset): a cycle.
+	return max(int(f.nodes.Load()), 1)
 }
 
 // loop beats, ages reports and calls OnChange when decisions may have changed.
@@ -372,7 +393,12 @@ func (f *Fleet) loop(ctx context.Context) {
 			dirty, f.dirty = f.dirty, map[string]struct{}{}
 		}
 		f.dirtyAll = false
+		moved := f.movedGen != f.placeGen
+		f.movedGen = f.placeGen
 		f.mu.Unlock()
+		if moved && f.OnMoved != nil {
+			f.OnMoved()
+		}
 		switch {
 		case (all || f.OnChecks == nil && len(dirty) > 0) && f.OnChange != nil:
 			f.OnChange()
@@ -398,6 +424,7 @@ func (f *Fleet) tick() {
 			delete(f.last, fp)
 		}
 	}
+	f.forgetPlacementsLocked(now, forget)
 	for name, l := range f.lost {
 		if now.Sub(l.since) > 24*time.Hour {
 			delete(f.lost, name)
@@ -423,6 +450,7 @@ func (f *Fleet) agePeersLocked(now time.Time) bool {
 		if fresh != p.fresh {
 			p.fresh, changed = fresh, true
 			p.lapsed = !fresh
+			f.membersMovedLocked()
 		}
 		if fresh && now.Sub(p.heard) > 2*f.cfg.Beat {
 			// Missed beats: its reports of checks with short intervals may
@@ -432,6 +460,7 @@ func (f *Fleet) agePeersLocked(now time.Time) bool {
 		if _, ok := f.alive[name]; !ok && now.Sub(p.heard) > forget {
 			delete(f.peers, name)
 			delete(f.pushed, name)
+			delete(f.meta, name)
 			forgetMember(name)
 		}
 	}

@@ -197,16 +197,19 @@ type member struct {
 	onStale         func([]string)
 	clock           func() time.Time // nil: time.Now (a test that freezes a member's time sets it)
 	wall            func() time.Time // nil: time.Now (a test that sets a member's clock off sets it)
+	region          string
+	role            Role
+	regions         []string // cluster: member i is in regions[i%len(regions)]
 }
 
 // start starts a member on loopback; it is stopped at cleanup.
-func start(t *testing.T, n *netsim, m member) *Fleet {
+func start(t testing.TB, n *netsim, m member) *Fleet {
 	t.Helper()
 	if !m.bind.IsValid() {
 		m.bind = netip.MustParseAddrPort("127.0.0.1:0")
 	}
 	cfg := Config{Name: m.name, Bind: m.bind, Key: m.key, Insecure: m.key == nil, Quorum: DefaultQuorum,
-		Beat: m.beat, Suspicion: m.suspicion, MaxBackoff: m.maxBackoff, tune: m.tune}
+		Beat: m.beat, Suspicion: m.suspicion, MaxBackoff: m.maxBackoff, tune: m.tune, Region: m.region, Role: m.role}
 	for _, j := range m.join {
 		cfg.Join = append(cfg.Join, netip.MustParseAddrPort(j))
 	}
@@ -238,19 +241,22 @@ func start(t *testing.T, n *netsim, m member) *Fleet {
 // cluster starts size members like tmpl, each joining the first. Each binds its own
 // loopback address (127.0.0.1, .2, ...), as members on their own hosts do, so the
 // gossip port's limits per address apply as they would.
-func cluster(t *testing.T, n *netsim, size int, tmpl member) []*Fleet {
+func cluster(t testing.TB, n *netsim, size int, tmpl member) []*Fleet {
 	t.Helper()
 	var ms []*Fleet
 	for i := range size {
 		m := tmpl
 		m.name, m.key = fmt.Sprintf("m%02d", i), testKey
+		if len(tmpl.regions) > 0 {
+			m.region = tmpl.regions[i%len(tmpl.regions)]
+		}
 		m.bind = netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, byte(i + 1)}), 0)
 		if i > 0 {
 			m.join = []string{ms[0].Addr()}
 		}
 		ms = append(ms, start(t, n, m))
 	}
-	waitFor(t, 30*time.Second, "every member sees the whole fleet", func() bool {
+	waitFor(t, max(30*time.Second, time.Duration(size)*300*time.Millisecond), "every member sees the whole fleet", func() bool {
 		for _, m := range ms {
 			if len(m.Members()) != size {
 				return false
@@ -262,13 +268,13 @@ func cluster(t *testing.T, n *netsim, size int, tmpl member) []*Fleet {
 }
 
 // waitFor polls cond until it holds, failing the test after d.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	waitForDetail(t, d, what, cond, func() string { return "" })
 }
 
 // waitForDetail is waitFor whose failure also says what detail returns then.
-func waitForDetail(t *testing.T, d time.Duration, what string, cond func() bool, detail func() string) {
+func waitForDetail(t testing.TB, d time.Duration, what string, cond func() bool, detail func() string) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	tick := time.NewTicker(10 * time.Millisecond)

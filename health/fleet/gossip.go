@@ -177,6 +177,7 @@ func (f *Fleet) stateLocked(p *peer, h header, r *reader, now time.Time, m *hand
 func (f *Fleet) settleLocked(name string, p *peer, now time.Time, m *handled) {
 	if fresh := f.freshLocked(name, p, now); fresh != p.fresh {
 		p.fresh, m.changed = fresh, true
+		f.membersMovedLocked()
 		if fresh && p.lapsed { // back from a partition memberlist did not see through
 			p.lapsed, m.push = false, true
 		}

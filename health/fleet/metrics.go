@@ -47,6 +47,18 @@ var (
 		Name:      "fleet_stale_reports_total",
 		Help:      "Counter of reports discarded as stale, by member: their probe grew older than their freshness bound, or they came from before the member stalled.",
 	}, []string{"member"})
+	assignedChecks = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "healthroute",
+		Name:      "fleet_assigned_checks",
+		Help:      "Gauge of the checks this instance is a checker of now (it probes them); the others it answers from their checkers' reports.",
+	})
+	reassignments = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "healthroute",
+		Name:      "fleet_reassignments_total",
+		Help:      "Counter of changes of a check's checkers as this instance computes them: a checker fell silent, left or joined.",
+	})
 	clockOffset = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "healthroute",
@@ -65,7 +77,7 @@ func init() {
 // Collectors returns the fleet's metric families, for the plugin to register once a
 // fleet is configured.
 func Collectors() []prometheus.Collector {
-	return []prometheus.Collector{membersAlive, reportsReceived, overrides, gossipErrors, connectionsRefused, staleReports, clockOffset, datagramsDropped}
+	return []prometheus.Collector{membersAlive, reportsReceived, overrides, gossipErrors, connectionsRefused, staleReports, clockOffset, datagramsDropped, assignedChecks, reassignments}
 }
 
 // memberLabel is a member's name as a label value. Names arrive in other members'

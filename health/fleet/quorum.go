@@ -85,7 +85,7 @@ func (f *Fleet) Status(fp string, local health.Status) health.Status {
 	now := f.now()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	healthy, total := f.tallyLocked(shortID(fp), now, nil)
+	healthy, total := f.tallyLocked(fp, now, nil)
 	d := f.last[fp]
 	if d == nil {
 		d = &decision{}
@@ -120,9 +120,11 @@ func (f *Fleet) Status(fp string, local health.Status) health.Status {
 // Healthy is the quorum rule of docs/routing.md#quorum, strict: 100*healthy > quorum*total.
 func Healthy(healthy, total, quorum int) bool { return 100*healthy > quorum*total }
 
-// tallyLocked counts the reports of id that count (see countsLocked); each is also
-// passed to each when it is not nil, counted or not.
-func (f *Fleet) tallyLocked(id uint64, now time.Time, each func(memberReport)) (healthy, total int) {
+// tallyLocked counts the reports of fp that count: those of its checkers (see
+// checkerLocked) that countsLocked accepts; each is also passed to each when it is
+// not nil, counted or not.
+func (f *Fleet) tallyLocked(fp string, now time.Time, each func(memberReport)) (healthy, total int) {
+	id := shortID(fp)
 	bound := f.cfg.Suspicion
 	own := f.own[id]
 	if own != nil && own.gap > 0 {
@@ -140,10 +142,11 @@ func (f *Fleet) tallyLocked(id uint64, now time.Time, each func(memberReport)) (
 		}
 	}
 	if r := own; r != nil {
-		counted := r.flags&(flagStale|flagPending) == 0
+		checker := f.checkerLocked(fp, f.cfg.Name)
+		counted := checker && r.flags&(flagStale|flagPending) == 0
 		add(counted, r.flags)
 		if each != nil {
-			each(memberReport{Member: f.cfg.Name, Self: true, Reachable: true, Counted: counted,
+			each(memberReport{Member: f.cfg.Name, Self: true, Reachable: true, Checker: checker, Counted: counted,
 				Down: r.flags&flagDown != 0, Stale: !counted, Pending: r.flags&flagPending != 0,
 				Seq: r.seq, Observed: r.observed, Heard: r.observed})
 		}
@@ -154,10 +157,11 @@ func (f *Fleet) tallyLocked(id uint64, now time.Time, each func(memberReport)) (
 			continue
 		}
 		_, reachable := f.alive[name]
-		counted := reachable && f.countsLocked(p, r, now, bound)
+		checker := f.checkerLocked(fp, name)
+		counted := checker && reachable && f.countsLocked(p, r, now, bound)
 		add(counted, r.flags)
 		if each != nil {
-			each(memberReport{Member: name, Reachable: reachable, Counted: counted, Down: r.flags&flagDown != 0,
+			each(memberReport{Member: name, Reachable: reachable, Checker: checker, Counted: counted, Down: r.flags&flagDown != 0,
 				Stale: !counted, Pending: r.flags&flagPending != 0, Seq: r.seq, Observed: r.probed, Heard: p.heard})
 		}
 	}
@@ -192,10 +196,13 @@ func (f *Fleet) freshLocked(name string, p *peer, now time.Time) bool {
 type memberReport struct {
 	Member    string
 	Self      bool      // this instance
+	Checker   bool      // one of the check's checkers now, as this instance places them
+	Region    string    // the member's region
+	Addr      string    // its gossip address, "" when memberlist does not see it
 	Reachable bool      // memberlist sees the member alive (or suspect)
-	Counted   bool      // in the quorum: reachable, with a verdict, fresh and still probing the check
+	Counted   bool      // in the quorum: a checker, reachable, with a verdict, fresh and still probing the check
 	Down      bool      // the member's probes find the endpoint unhealthy
-	Stale     bool      // not counted: unreachable, silent too long, stale, no verdict yet or stopped probing
+	Stale     bool      // not counted: not a checker, unreachable, silent too long, stale, no verdict yet or stopped probing
 	Pending   bool      // no verdict yet: its threshold window has not completed since it started (or stalled)
 	Seq       uint64    // the member's sequence number of this report
 	Observed  time.Time // the member's last probe of the check known here, on this instance's clock
@@ -211,6 +218,12 @@ type View struct {
 	Kept    bool           // nothing counted: the last status is kept
 	New     bool           // nothing counted yet: healthy as a new check (unhealthy if inverted)
 	Reports []memberReport // by member name
+	// Checkers are the check's checkers as this instance places them now (sorted);
+	// Placed says the check names its checkers (a number or regions): without,
+	// every member that probes is one.
+	Checkers []string
+	Placed   bool
+	Problem  string // why the check has no checker, when it names its checkers and has none
 }
 
 // View returns every member's report of fp and the quorum arithmetic.
@@ -219,12 +232,28 @@ func (f *Fleet) View(fp string) View {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	v := View{Quorum: f.cfg.Quorum}
-	v.Healthy, v.Total = f.tallyLocked(shortID(fp), now, func(r memberReport) { v.Reports = append(v.Reports, r) })
+	v.Healthy, v.Total = f.tallyLocked(fp, now, func(r memberReport) { v.Reports = append(v.Reports, r) })
+	v.Checkers, v.Placed = f.checkersLocked(fp)
+	if p := f.placed[fp]; p != nil && len(v.Checkers) == 0 {
+		v.Problem = "no checker: no member this one reaches may probe it"
+		if len(p.want.regions) > 0 {
+			v.Problem = "no checker: no member this one reaches is in regions " + strings.Join(p.want.regions, " ")
+		}
+	}
+	for i := range v.Reports {
+		v.Reports[i].Region, v.Reports[i].Addr = f.whereLocked(v.Reports[i].Member)
+	}
 	d := f.last[fp]
 	v.Kept = v.Total == 0 && d != nil && d.decided
 	v.New = v.Total == 0 && !v.Kept
 	if d != nil {
 		v.Down = d.st.Down
+	}
+	for _, c := range v.Checkers {
+		if !slices.ContainsFunc(v.Reports, func(r memberReport) bool { return r.Member == c }) {
+			region, addr := f.whereLocked(c)
+			v.Reports = append(v.Reports, memberReport{Member: c, Self: c == f.cfg.Name, Checker: true, Reachable: true, Stale: true, Region: region, Addr: addr})
+		}
 	}
 	slices.SortFunc(v.Reports, func(a, b memberReport) int { return strings.Compare(a.Member, b.Member) })
 	return v

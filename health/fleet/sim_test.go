@@ -2,9 +2,16 @@ package fleet
 
 import (
 	"fmt"
+	"slices"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/healthroute/healthroute/health"
 )
 
 // TestSimulation20x1000 runs 20 members with 1,000 checks each (200 under the race
@@ -97,5 +104,237 @@ func TestSimulation20x1000(t *testing.T) {
 	t.Logf("%d flips at 2 members reached all in %s; %d bytes meanwhile", 2*(checks/21+1), took.Round(time.Millisecond), spent)
 	if took > simFlip {
 		t.Errorf("the flips reached every member in %s, want within %s", took, simFlip)
+	}
+}
+
+// simFigures are what placementSim measures.
+type simFigures struct {
+	boot, recovery time.Duration // until every live member agrees on every check's checkers and decision
+	replaced       time.Duration // after the crash, until every live member agrees on checkers none of which crashed
+	bytesPerMember float64       // gossip bytes on the wire per member per second, steady state
+	cpuPerMember   float64       // CPU seconds per second per member, steady state (fleet and driver)
+	probes         float64       // probes per second, all members together, steady state
+	held           int           // own reports held per member (mean), steady state
+	moves          float64       // reassignments per second, all members together, steady state
+}
+
+// counterValue reads a counter of this package.
+func counterValue(c prometheus.Counter) float64 {
+	var m dto.Metric
+	if c.Write(&m) != nil {
+		return 0
+	}
+	return m.GetCounter().GetValue()
+}
+
+// placementSim runs members (regions a, b, c in turn) at the timers users get with
+// checks each placed on checkers members (0: every member), each probed every
+// second by its checkers as a scheduler would (check j is down when j%7 == 0):
+// the time until every member agrees on every check's checkers and decision from
+// a cold start, the steady state's gossip bytes and CPU, and the time until the
+// members left agree again after 10% of them crash (no leave message).
+func placementSim(tb testing.TB, members, checks, checkers int, within time.Duration) simFigures {
+	n := &netsim{}
+	ms := cluster(tb, n, members, member{regions: []string{"a", "b", "c"}})
+	specs := make([]*health.Spec, checks)
+	for j := range specs {
+		specs[j] = &health.Spec{Name: fmt.Sprintf("c%d", j), Type: health.HTTP, Target: fmt.Sprintf("http://192.0.2.1/%d", j),
+			Interval: time.Second, Checkers: checkers}
+		specs[j].Seal()
+	}
+	down := func(j int) bool { return j%7 == 0 }
+	crashed := map[string]bool{} // written before live moves on
+	var live atomic.Pointer[[]*Fleet]
+	live.Store(&ms)
+	probes, stop := driveProbes(&live, specs, down)
+	defer stop()
+	agree := func(placedOnly bool) bool { return simAgree(*live.Load(), specs, checkers, crashed, down, placedOnly) }
+	// Polls are spaced 200 ms apart: a poll of every member's view of every check
+	// costs CPU the simulation needs.
+	until := func(start time.Time, placedOnly bool, what string) time.Duration {
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for !agree(placedOnly) {
+			if time.Since(start) > within {
+				// Not fatal: the figures measured so far are worth having; the
+				// caller compares the time with its bound.
+				tb.Errorf("%d members, %d checks, checkers %d: not within %s: %s", members, checks, checkers, within, what)
+				return time.Since(start)
+			}
+			<-tick.C
+		}
+		return time.Since(start)
+	}
+	var f simFigures
+	f.boot = until(time.Now(), false, "every member agrees after a cold start")
+
+	base, cpu0, p0, r0, start := n.bytes.Load(), cpuTime(), probes.Load(), counterValue(reassignments), time.Now()
+	window := time.NewTimer(5 * time.Second) // a measuring window, not a wait for an event
+	<-window.C
+	el := time.Since(start).Seconds()
+	f.bytesPerMember = float64(n.bytes.Load()-base) / el / float64(members)
+	f.cpuPerMember = (cpuTime() - cpu0).Seconds() / el / float64(members)
+	f.probes = float64(probes.Load()-p0) / el
+	f.moves = (counterValue(reassignments) - r0) / el
+	for _, m := range ms {
+		m.mu.Lock()
+		f.held += len(m.own)
+		m.mu.Unlock()
+	}
+	f.held /= members
+
+	var left []*Fleet
+	for i, m := range ms {
+		if i%10 == 9 {
+			crashed[m.Name()] = true
+			crash(m)
+		} else {
+			left = append(left, m)
+		}
+	}
+	live.Store(&left)
+	crashedAt := time.Now()
+	f.replaced = until(crashedAt, true, "the members left agree on new checkers after 10% crashed")
+	f.recovery = until(crashedAt, false, "the members left agree after 10% crashed")
+	tb.Logf("%d members, %d checks, checkers %d: cold start agreed in %s; steady: %.0f gossip bytes/s per member, %.4f CPU s/s per member, %.0f probes/s, %d own reports per member, %.1f reassignments/s; after 10%% crashed, agreed on checkers in %s and on decisions from their fresh reports in %s",
+		members, checks, checkers, f.boot.Round(time.Millisecond), f.bytesPerMember, f.cpuPerMember, f.probes, f.held, f.moves, f.replaced.Round(time.Millisecond), f.recovery.Round(time.Millisecond))
+	return f
+}
+
+// driveProbes probes specs every second on each live member that is one of their
+// checkers, as its scheduler would (check j's result is down(j)), counting the
+// probes, until stop is called.
+func driveProbes(live *atomic.Pointer[[]*Fleet], specs []*health.Spec, down func(int) bool) (probes *atomic.Int64, stop func()) {
+	probes = &atomic.Int64{}
+	quit, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			for _, m := range *live.Load() {
+				for j, s := range specs {
+					if m.Probes(s) {
+						m.Local(s.Fingerprint(), status(down(j)))
+						probes.Add(1)
+					}
+				}
+			}
+			select {
+			case <-quit:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return probes, func() { close(quit); <-stopped }
+}
+
+// simAgree reports whether every member of ls places each of specs on the same
+// checkers (checkers of them, 0: all), none of them crashed, and, unless
+// placedOnly, decides it as down says from the fresh reports of all of them.
+func simAgree(ls []*Fleet, specs []*health.Spec, checkers int, crashed map[string]bool, down func(int) bool, placedOnly bool) bool {
+	want := len(ls)
+	if checkers > 0 {
+		want = min(checkers, len(ls))
+	}
+	for j, s := range specs {
+		ref := ls[0].Checkers(s)
+		if len(ref) != want || slices.ContainsFunc(ref, func(c string) bool { return crashed[c] }) {
+			return false
+		}
+		for _, m := range ls {
+			if !slices.Equal(m.Checkers(s), ref) {
+				return false
+			}
+			if placedOnly {
+				continue
+			}
+			if m.Status(s.Fingerprint(), health.Status{}).Down != down(j) {
+				return false
+			}
+			// The decision rests on fresh reports of every checker (checked on
+			// the first checks: a View of every check costs too much).
+			if j < 20 && m.View(s.Fingerprint()).Total != want {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// cpuTime is the CPU time this process has used, user and system.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// TestSimulationPlacement20x1000 runs 20 members with 1,000 checks (200 under the
+// race detector) on 3 checkers each, at the timers users get: every member agrees
+// on every check's checkers and decision within 20 s of a cold start; after 2
+// members crash, on new checkers within placementBound and on decisions from their
+// fresh reports within suspicion + 2 heartbeats + 3 s; each member holds
+// about 3/20 of the reports it would if every member probed every check.
+func TestSimulationPlacement20x1000(t *testing.T) {
+	if testing.Short() {
+		t.Skip("20 members on loopback")
+	}
+	checks := 1000
+	if raceDetector {
+		checks = 200
+	}
+	f := placementSim(t, 20, checks, 3, 60*time.Second)
+	if f.boot > 20*time.Second {
+		t.Errorf("a cold start agreed in %s, want within 20s", f.boot)
+	}
+	if f.replaced > placementBound {
+		t.Errorf("after 2 of 20 crashed, agreed on new checkers in %s, want within %s", f.replaced, placementBound)
+	}
+	if bound := defaultSuspicion + 2*DefaultBeat + 3*time.Second; f.recovery > bound {
+		t.Errorf("after 2 of 20 crashed, agreed on decisions from the new checkers in %s, want within %s", f.recovery, bound)
+	}
+	if want := 3 * checks / 20; f.held < want*3/4 || f.held > want*5/4 {
+		t.Errorf("%d own reports per member, want about %d (3 checkers of %d checks on 20 members)", f.held, want, checks)
+	}
+}
+
+// BenchmarkSimulationPlacement measures placementSim on 50 and 200 members with
+// 1,000 checks, on 3 checkers each and on every member, for docs/fleet.md#placement
+// (go test -run X -bench SimulationPlacement -benchtime 1x ./health/fleet/).
+func BenchmarkSimulationPlacement(b *testing.B) {
+	for _, size := range []int{50, 200} {
+		for _, checkers := range []int{3, 0} {
+			b.Run(fmt.Sprintf("%dx1000/checkers=%d", size, checkers), func(b *testing.B) {
+				for range b.N {
+					f := placementSim(b, size, 1000, checkers, 5*time.Minute)
+					b.ReportMetric(f.boot.Seconds(), "s-boot")
+					b.ReportMetric(f.replaced.Seconds(), "s-replaced")
+					b.ReportMetric(f.recovery.Seconds(), "s-recovery")
+					b.ReportMetric(f.bytesPerMember, "B/s/member")
+					b.ReportMetric(f.cpuPerMember, "cpu/member")
+					b.ReportMetric(float64(f.held), "reports/member")
+					b.ReportMetric(f.moves, "moves/s")
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkChoose200x100000 is the CPU of placing 100,000 checks of 3 checkers on
+// 200 members: what every member spends when the members that may probe change.
+func BenchmarkChoose200x100000(b *testing.B) {
+	cands := candidatesOf(200)
+	ids := make([]uint64, 100_000)
+	for j := range ids {
+		ids[j] = shortID(fmt.Sprintf("check-%d", j))
+	}
+	b.ResetTimer()
+	for range b.N {
+		for _, id := range ids {
+			choose(id, want{n: 3}, cands)
+		}
 	}
 }
