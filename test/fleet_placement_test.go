@@ -88,6 +88,7 @@ func placementFleet(t *testing.T, n int, web, ab string) []*fleetMember {
 	t.Helper()
 	coretest.Binary(t) // build before timing anything
 	ms, keyFile := newFleetMembers(t, n)
+	nowhere := coretest.ClosedPort(t) // check nowhere's regions have no member: never probed
 	for i, m := range ms {
 		m.corefile = fmt.Sprintf(`example.org:%d {
 	bind 127.0.0.1
@@ -111,6 +112,10 @@ func placementFleet(t *testing.T, n int, web, ab string) []*fleetMember {
 			failure_threshold 1
 			regions a b
 		}
+		check nowhere tcp %s {
+			interval 1s
+			regions d
+		}
 		record www.example.org. failover {
 			primary   A 192.0.2.1 check web
 			secondary A 198.51.100.1
@@ -119,8 +124,12 @@ func placementFleet(t *testing.T, n int, web, ab string) []*fleetMember {
 			primary   A 192.0.2.2 check ab
 			secondary A 198.51.100.2
 		}
+		record nowhere.example.org. failover {
+			primary   A 192.0.2.3 check nowhere
+			secondary A 198.51.100.3
+		}
 	}
-}`, m.dns, m.metrics, m.api, m.gossip, m.join(ms), m.name, keyFile, placementRegion(i), web, ab)
+}`, m.dns, m.metrics, m.api, m.gossip, m.join(ms), m.name, keyFile, placementRegion(i), web, ab, nowhere)
 	}
 	for _, m := range ms {
 		m.start(t)
@@ -229,6 +238,12 @@ func TestFleetPlacementEightMembers(t *testing.T) {
 		t.Errorf("ab probed by %v in 3 intervals, want the members of regions a and b: %v", names, inAB)
 	}
 	checkCheckerRows(t, ms, checkers)
+	// A region no member is in: each member says so once, at the check's Corefile line.
+	for _, m := range ms {
+		fleetWait(t, 20*time.Second, m.name+" warns that no member is in check nowhere's regions", func() bool {
+			return strings.Contains(m.srv.Output(), "check nowhere: regions d: no member this one reaches is in them")
+		}, m.srv.Output)
+	}
 	checkAssignedGauges(t, ms, checkers, diag)
 	reassigned := map[string]float64{}
 	for _, m := range ms {

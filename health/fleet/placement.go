@@ -214,6 +214,9 @@ func choose(id uint64, w want, cands []candidate) []string {
 func (f *Fleet) placeLocked(fp, name string, w want) *placement {
 	p := f.placed[fp]
 	if p != nil && p.gen == f.placeGen && p.want.equal(w) {
+		// The warning waits a Suspicion after start, which may end after the
+		// placement was computed and while the members stay the same.
+		f.warnShortLocked(fp, name, w, len(p.checkers))
 		return p
 	}
 	cands := f.candidatesLocked()
@@ -225,7 +228,7 @@ func (f *Fleet) placeLocked(fp, name string, w want) *placement {
 	}
 	if w.n == 0 && len(w.regions) == 0 && len(cands) > LargeFleet && !f.warnedAll {
 		f.warnedAll = true
-		log.Warningf("fleet: %d members each probe check %s (and any other without checkers or regions): its endpoint gets %d probes an interval; give such checks a number of checkers (docs/fleet.md#placement)",
+		log.Warningf("fleet: %d members each probe check %s (and any other without checkers or regions): its endpoint gets %d probes an interval; give such checks a number of checkers (docs/fleet.md, Placement)",
 			len(cands), name, len(cands))
 	}
 	f.warnShortLocked(fp, name, w, len(checkers))
