@@ -469,27 +469,38 @@ func (f *Fleet) agePeersLocked(now time.Time) bool {
 
 // joinLoop joins the configured members and reconnects to failed ones, with
 // exponential backoff up to MaxBackoff while some are missing, every MaxBackoff after.
+//
+// A join that succeeds does not always bring the member back: after a partition long
+// enough for memberlist to declare each side dead, both sides hold the other dead at
+// the incarnation it last had, and memberlist ignores an alive message that is not
+// newer. The join's state exchange tells each side it was declared dead, so each
+// refutes with a higher incarnation, but those refutations reach the other side only
+// through gossip that may no longer go there. So a member still missing after a
+// successful join is joined again soon: an attempt that reaches more targets than the
+// one before starts the backoff over, so the second exchange, which carries the
+// refutations, follows within a fraction of a second, not a MaxBackoff later. A
+// target that stays unreachable beside reachable ones still backs off to MaxBackoff.
 func (f *Fleet) joinLoop(ctx context.Context) {
 	const minBackoff = 100 * time.Millisecond
 	backoff := minBackoff
 	warned := false
+	reached := 0 // targets the last attempt reached
 	for {
 		wait := f.cfg.MaxBackoff
 		if targets := f.missing(); len(targets) > 0 {
 			n, err := f.ml.Load().Join(targets)
-			switch {
-			case n == 0:
-				if !warned {
-					log.Warningf("fleet: cannot join %s yet, serving alone and retrying: %v", strings.Join(targets, " "), err)
-					warned = true
-				}
-				wait = backoff
-				backoff = min(2*backoff, f.cfg.MaxBackoff)
-			case n < len(targets):
-				wait = backoff
-			default:
-				backoff, warned = minBackoff, false
+			if n == 0 && !warned {
+				log.Warningf("fleet: cannot join %s yet, serving alone and retrying: %v", strings.Join(targets, " "), err)
+				warned = true
 			}
+			if n > reached {
+				backoff = minBackoff // progress: follow it up at once
+			}
+			reached = n
+			wait = backoff
+			backoff = min(2*backoff, f.cfg.MaxBackoff)
+		} else {
+			backoff, warned, reached = minBackoff, false, 0
 		}
 		wait += rand.N(wait/5 + 1) // members that failed together do not retry in step
 		t := time.NewTimer(wait)
