@@ -109,11 +109,7 @@ type blockConfig struct {
 	DataDir      string            // where each check's last judged state outlives the process; "": nowhere
 	controlsDir  string            // the default data directory, from the server's root
 
-	series [2]int32 // how many answer series the records have, by kind (numberSeries)
-	// memberSeries is each member's answers_total series, from RecordSet.first on:
-	// members are shared by record sets (shareMembers), so the series is not theirs.
-	memberSeries []int32
-	parsing      *parseState // what parsing needs beyond the Config; parse drops it
+	parsing *parseState // what parsing needs beyond the Config; parse drops it
 }
 
 // parseState is what parsing a block needs beyond the Config: validate drops it, so a
@@ -189,11 +185,7 @@ type region struct {
 type recordSet struct {
 	Name    string // normalized, may start with "*."
 	Members []*member
-	idx     int32  // a multivalue set's answers_total series (numberSeries)
-	first   int32  // where its members' answers_total series start in Config.memberSeries
-	resort  int32  // the name's last_resort_answers_total series
 	TTL     uint32 // the `ttl` line: the TTL of the non-alias members' answers
-	zone    uint16 // the zone the name is in: its index in Config.Zones
 	Policy  policy
 	HasTTL  bool // a `ttl` line was given; else the block's ttl applies
 	API     bool // made through the Route 53-compatible API (route53_api), not the Corefile

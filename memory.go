@@ -28,8 +28,8 @@ type memberKey struct {
 // each: a large configuration of names that point at the same few endpoints (a name
 // per customer, say, each weighted over the same three pools) then holds those
 // members once, not once per name. Members are read-only once validated, and none is
-// told apart by its address: the answer series a member counts into are the record
-// set's (Config.memberSeries). Record sets whose lists of members are then alike share
+// told apart by its address: the answer series a member counts into are numbered by
+// record set (plan.memberSeries). Record sets whose lists of members are then alike share
 // the list too.
 func shareMembers(cfg *blockConfig) {
 	seen := map[memberKey]*member{}

@@ -17,7 +17,7 @@ import (
 // each record name: a large configuration has hundreds of thousands. A CounterVec
 // series costs about 800 bytes and a map entry keyed by the label values about 200,
 // which made them the largest part of such a configuration's memory. So a block
-// numbers its series once (numberSeries), counts on each server into a slice by those
+// plan numbers its series once (numberSeries), counts on each server into a slice by those
 // numbers, 8 bytes a series, and a scrape walks the configuration in numbering order
 // for the labels. An answer whose query's zone is not its record set's own (an alias
 // into another zone of the block) is the exception, counted in a map by its labels.
@@ -113,7 +113,7 @@ func (f *answerFamily) Collect(ch chan<- prometheus.Metric) {
 		// A running block's last-resort series exist at 0 (alerts and ratios need
 		// them before the first); answers_total's, one per member, only once counted.
 		zeros := f.which == resortSeries && !moved && !qc.retired
-		walkSeries(qc.cfg, f.which, func(n int32, zone, record, member string) {
+		qc.plan.walkSeries(f.which, func(n int32, zone, record, member string) {
 			if v := c.n[n].Load() + hot[n]; (v > 0 || zeros) && !(moved && c.remap[n] >= 0) { // moved: the successor reports it
 				metric(v, qc.server, zone, record, member)
 			}
@@ -129,10 +129,11 @@ func (f *answerFamily) Collect(ch chan<- prometheus.Metric) {
 }
 
 // numberSeries numbers the answer series of cfg's records, in the order walkSeries
-// visits them, and finds each record set's zone. Set identifiers are unique within a
-// record set's members of one type, so only a name with several record sets or types
-// can hold two members of one series; a map finds those.
-func numberSeries(cfg *blockConfig) {
+// visits them, and finds each record set's zone: the plan's sets, memberSeries and
+// seriesCount. Set identifiers are unique within a record set's members of one type,
+// so only a name with several record sets or types can hold two members of one
+// series; a map finds those.
+func (p *plan) numberSeries(cfg *blockConfig) {
 	blocks := make(map[string]int, len(cfg.Records)) // record sets per name
 	for _, rs := range cfg.Records {
 		blocks[rs.Name]++
@@ -141,7 +142,6 @@ func numberSeries(cfg *blockConfig) {
 	type key struct{ name, id string }
 	var shared map[key]int32 // series of names where members may share one
 	var answers int32
-	series := make([]int32, 0, cfg.memberCount())
 	number := func(rs *recordSet, id string, single bool) int32 {
 		if single {
 			answers++
@@ -158,20 +158,26 @@ func numberSeries(cfg *blockConfig) {
 		}
 		return n
 	}
-	for _, rs := range cfg.Records {
-		rs.zone = uint16(max(0, slices.Index(cfg.Zones, matchZone(cfg.Zones, strings.TrimPrefix(rs.Name, "*.")))))
+	series := make([]int32, 0, cfg.memberCount())
+	p.sets = make([]planSet, len(cfg.Records))
+	p.setOf = make(map[*recordSet]*planSet, len(cfg.Records))
+	for i, rs := range cfg.Records {
+		ps := &p.sets[i]
+		p.setOf[rs] = ps
+		ps.recordSet = rs
+		ps.zone = uint16(max(0, slices.Index(cfg.Zones, matchZone(cfg.Zones, strings.TrimPrefix(rs.Name, "*.")))))
 		n, ok := resort[rs.Name]
 		if !ok {
 			n = int32(len(resort))
 			resort[rs.Name] = n
 		}
-		rs.resort = n
+		ps.resort = n
 		single := blocks[rs.Name] == 1 && !mixedTypes(rs)
-		rs.first = int32(len(series))
+		ps.first = int32(len(series))
 		if rs.Policy == policyMultivalue { // one series for the set; its members never answer alone
-			rs.idx = number(rs, "multivalue", single)
+			ps.multi = number(rs, "multivalue", single)
 			for range rs.Members {
-				series = append(series, rs.idx)
+				series = append(series, ps.multi)
 			}
 			continue
 		}
@@ -179,8 +185,8 @@ func numberSeries(cfg *blockConfig) {
 			series = append(series, number(rs, m.ID, single))
 		}
 	}
-	cfg.memberSeries = series
-	cfg.series = [2]int32{answerSeries: answers, resortSeries: int32(len(resort))}
+	p.memberSeries = series
+	p.seriesCount = [2]int32{answerSeries: answers, resortSeries: int32(len(resort))}
 }
 
 // memberCount is how many members cfg's record sets hold.
@@ -205,26 +211,27 @@ func mixedTypes(rs *recordSet) bool {
 	return false
 }
 
-// walkSeries calls fn with the number and labels of each series of kind which in cfg,
-// once each, in numbering order: the first member (or record set) of a series is the
-// one that numberSeries gave the next number.
-func walkSeries(cfg *blockConfig, which int, fn func(n int32, zone, record, member string)) {
+// walkSeries calls fn with the number and labels of each series of kind which in
+// p, once each, in numbering order: the first member (or record set) of a series is
+// the one that numberSeries gave the next number.
+func (p *plan) walkSeries(which int, fn func(n int32, zone, record, member string)) {
 	next := int32(0)
-	visit := func(n int32, rs *recordSet, member string) {
+	visit := func(n int32, ps *planSet, member string) {
 		if n == next {
 			next++
-			fn(n, cfg.Zones[rs.zone], rs.Name, member)
+			fn(n, p.zones[ps.zone], ps.Name, member)
 		}
 	}
-	for _, rs := range cfg.Records {
+	for i := range p.sets {
+		ps := &p.sets[i]
 		switch {
 		case which == resortSeries:
-			visit(rs.resort, rs, "")
-		case rs.Policy == policyMultivalue:
-			visit(rs.idx, rs, "multivalue")
+			visit(ps.resort, ps, "")
+		case ps.Policy == policyMultivalue:
+			visit(ps.multi, ps, "multivalue")
 		default:
-			for j, m := range rs.Members {
-				visit(cfg.memberSeries[rs.first+int32(j)], rs, m.ID)
+			for j, m := range ps.Members {
+				visit(p.memberSeries[ps.first+int32(j)], ps, m.ID)
 			}
 		}
 	}
@@ -233,7 +240,8 @@ func walkSeries(cfg *blockConfig, which int, fn func(n int32, zone, record, memb
 // queryCounters are one block's answer counts on one server, by series number.
 type queryCounters struct {
 	server string
-	cfg    *blockConfig
+	cfg    *blockConfig    // the block's configuration: which block they are
+	plan   *plan           // and its plan: their series' numbers and labels
 	c      [2]seriesCounts // answerSeries, resortSeries
 	// next is the block that adopted these counts on reload: counts that still
 	// arrive here (the old block's queries in flight) are passed on to it.
@@ -291,9 +299,10 @@ func (h *HealthRoute) counters(server string) *queryCounters {
 	}
 	v, ok := h.serverCounters.Load(server)
 	if !ok {
-		qc := &queryCounters{server: server, cfg: h.cfg}
-		qc.c[answerSeries] = newSeriesCounts(h.cfg.series[answerSeries])
-		qc.c[resortSeries] = newSeriesCounts(h.cfg.series[resortSeries])
+		p := h.resolver.plan
+		qc := &queryCounters{server: server, cfg: h.cfg, plan: p}
+		qc.c[answerSeries] = newSeriesCounts(p.seriesCount[answerSeries])
+		qc.c[resortSeries] = newSeriesCounts(p.seriesCount[resortSeries])
 		if v, ok = h.serverCounters.LoadOrStore(server, qc); !ok {
 			counting.add(qc)
 		}
@@ -372,10 +381,10 @@ func (cs *counterSets) shutdown(cfg *blockConfig) {
 // (the same zone, record and member) continues there.
 func adopt(p, qc *queryCounters) {
 	for which := range p.c {
-		num := make(map[[3]string]int32, qc.cfg.series[which])
-		walkSeries(qc.cfg, which, func(n int32, zone, record, member string) { num[[3]string{zone, record, member}] = n })
+		num := make(map[[3]string]int32, qc.plan.seriesCount[which])
+		qc.plan.walkSeries(which, func(n int32, zone, record, member string) { num[[3]string{zone, record, member}] = n })
 		remap := make([]int32, len(p.c[which].n))
-		walkSeries(p.cfg, which, func(n int32, zone, record, member string) {
+		p.plan.walkSeries(which, func(n int32, zone, record, member string) {
 			if j, ok := num[[3]string{zone, record, member}]; ok {
 				remap[n] = j
 			} else {
@@ -426,7 +435,7 @@ func (h *HealthRoute) count(server string, ans *answer) {
 func (h *HealthRoute) countSlow(server string, ans *answer) {
 	qc := h.counters(server)
 	if set := ans.leafSet; set != nil {
-		n, id := set.idx, "multivalue"
+		n, id := set.multi, "multivalue"
 		if mn := ans.leaf; mn != nil {
 			n, id = mn.series, mn.m.ID
 		}

@@ -82,7 +82,7 @@ func TestAnswerSeriesShared(t *testing.T) {
 			t.Errorf("%s%v = %v, want %v", tc.metric, tc.labels, got, tc.want)
 		}
 	}
-	if got := h.cfg.series; got != [2]int32{answerSeries: 4, resortSeries: 4} {
+	if got := h.resolver.plan.seriesCount; got != [2]int32{answerSeries: 4, resortSeries: 4} {
 		t.Errorf("series = %v, want 4 answer series (one, multivalue, p, the alias) and 4 last-resort ones (a name each)", got)
 	}
 }

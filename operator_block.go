@@ -63,7 +63,7 @@ func (r *resolver) Records() []view.Record {
 			e = t.plan.wild[strings.TrimPrefix(rs.Name, "*.")]
 		}
 		for _, n := range e.nodes() {
-			if n.set != rs {
+			if n.set.recordSet != rs {
 				continue // another block at the name
 			}
 			st := t.state(n.id)

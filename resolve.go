@@ -48,10 +48,10 @@ type answer struct {
 	out *replyMsg
 	buf []dns.RR
 
-	leafSet   *recordSet // the record set the answer came from (metrics)
-	leaf      *mnode     // and its member; nil for a multivalue set
-	resortSet *recordSet // the deepest record set that answered in its last resort, if any
-	chase     bool       // step: a CNAME that chase follows
+	leafSet   *planSet // the record set the answer came from (metrics)
+	leaf      *mnode   // and its member; nil for a multivalue set
+	resortSet *planSet // the deepest record set that answered in its last resort, if any
+	chase     bool     // step: a CNAME that chase follows
 }
 
 // replyRoom is how many records an answer built per query holds without allocating
@@ -98,11 +98,10 @@ type resolver struct {
 }
 
 // newResolver returns a resolver for cfg, answering as if every check were new. It
-// finishes cfg first, as every way to a resolver needs (parse, or a Config built by
-// hand): it numbers the answer series and lets record sets share members written
-// alike. Both are idempotent, so a second resolver on one Config answers the same.
+// lets record sets share members written alike first, as every way to a resolver
+// needs (parse, or a Config built by hand); that is idempotent, so a second resolver
+// on one Config answers the same.
 func newResolver(cfg *blockConfig) *resolver {
-	numberSeries(cfg)
 	shareMembers(cfg)
 	r := &resolver{plan: newPlan(cfg), cfg: cfg}
 	r.onPublish = r.observePublication

@@ -32,7 +32,7 @@ import (
 // configuration holds one per record group. What only some groups have is behind
 // links, which most leave nil.
 type node struct {
-	set     *recordSet
+	set     *planSet
 	members []mnode
 	links   *nodeLinks // aliases to or from this group, the ip index; nil for none
 	id      int32      // index into table.st
@@ -44,6 +44,17 @@ type node struct {
 	// dependent; static nodes are decided entirely at compile.
 	dynHealth bool
 	byLoc     bool // the client's geoip location can change the choice
+}
+
+// planSet is a record set as the plan holds it: the configuration's record set, read
+// only, and what the plan numbered for it, the answer series its answers count into
+// (numberSeries) and the zone it is in. One per record set, shared by its nodes.
+type planSet struct {
+	*recordSet
+	first  int32  // where its members' answers_total series start in plan.memberSeries
+	multi  int32  // a multivalue set's answers_total series: its members never answer alone
+	resort int32  // the name's last_resort_answers_total series
+	zone   uint16 // the zone the name is in: its index in the plan's zones
 }
 
 // dynOrder reports whether n's policy ranks members by the client (latency,
@@ -96,7 +107,7 @@ type mnode struct {
 	child  *node // alias target
 	region int32 // latency: the plan's region id
 	check  int32 // the member's check: its index in plan.checks, -1 for none
-	series int32 // the member's answers_total series in its record set (Config.memberSeries)
+	series int32 // the member's answers_total series (plan.memberSeries)
 }
 
 // leaf is a member's prebuilt answer: its RRs (owner = the record set's name). A
@@ -269,8 +280,16 @@ type plan struct {
 	needsLoc  bool    // some node ranks by the client's geoip location
 	az        *azPlan // the location lines; nil for none
 
-	al     *planAlloc // while newPlan builds
-	series []int32    // while newPlan builds: Config.memberSeries
+	// The answer series (numberSeries): every record set, in Corefile order; each
+	// member's answers_total series, the sets' members in order, from planSet.first on
+	// (members are shared by record sets, shareMembers, so the series is not theirs);
+	// how many series of each kind there are.
+	sets         []planSet
+	memberSeries []int32
+	seriesCount  [2]int32
+
+	al    *planAlloc              // while newPlan builds
+	setOf map[*recordSet]*planSet // while newPlan builds: sets by record set
 }
 
 // regionIDs numbers every region name the configuration knows.
@@ -297,7 +316,7 @@ func regionIDs(cfg *blockConfig) map[string]int {
 func newPlan(cfg *blockConfig) *plan {
 	p := &plan{ttl: cfg.TTL, zones: cfg.Zones, names: make(map[string]*entry, len(cfg.Records)), wild: map[string]*entry{},
 		exists: map[string]bool{}, soa: map[string][]dns.RR{}, neg: map[string][]dns.RR{}, ns: map[string][]dns.RR{},
-		fall: cfg.Fall, regionIDs: regionIDs(cfg), al: &planAlloc{ips: map[netip.Addr]net.IP{}}, series: cfg.memberSeries}
+		fall: cfg.Fall, regionIDs: regionIDs(cfg), al: &planAlloc{ips: map[netip.Addr]net.IP{}}}
 	p.az = newAZPlan(cfg)
 	p.regions = make([]region, len(p.regionIDs))
 	p.hasCoords = make([]bool, len(p.regionIDs))
@@ -305,12 +324,13 @@ func newPlan(cfg *blockConfig) *plan {
 		r, ok := cfg.Regions[n]
 		p.regions[id], p.hasCoords[id] = region{Name: n, Lat: r.Lat, Lon: r.Lon}, ok
 	}
+	p.numberSeries(cfg)
 	p.buildApex(cfg)
 	p.buildEntries(cfg)
 	p.collectChecks(cfg)
 	p.nodes = slices.Clone(p.nodes) // exactly as long as it is: the plan keeps it
 	p.index()
-	p.al, p.series = nil, nil // built
+	p.al, p.setOf = nil, nil // built
 	return p
 }
 
@@ -518,7 +538,7 @@ func (p *plan) build(rs *recordSet, qtype uint16, sets map[string][]*recordSet, 
 	if n, ok := memo[key]; ok {
 		return n
 	}
-	n := node{set: rs, qtype: qtype} // to the plan's array once it has members
+	n := node{set: p.setOf[rs], qtype: qtype} // to the plan's array once it has members
 	if rs.Policy == policyIPBased {
 		n.link().ip = &prefixIndex[int32]{}
 	}
@@ -584,9 +604,7 @@ func (p *plan) buildMembers(n *node, rs *recordSet, qtype uint16, sets map[strin
 		default:
 			continue
 		}
-		if p.series != nil {
-			mn.series = p.series[rs.first+int32(j)]
-		}
+		mn.series = p.memberSeries[n.set.first+int32(j)]
 		i := int32(len(n.members))
 		if rs.Policy == policyIPBased {
 			if m.Default {

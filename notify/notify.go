@@ -19,6 +19,7 @@ import (
 
 	"github.com/coredns/coredns/plugin"
 	clog "github.com/coredns/coredns/plugin/pkg/log"
+	"github.com/healthroute/healthroute/internal/ratelog"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 )
@@ -94,10 +95,9 @@ type Notifier struct {
 	seq      uint64
 	wake     chan struct{}
 
-	cancel  context.CancelFunc
-	done    chan struct{}
-	logs    rateLog
-	dropLog rateLog
+	cancel context.CancelFunc
+	done   chan struct{}
+	logs   ratelog.Limiter // delivery failures and drops: a line a minute of each
 }
 
 // New starts a Notifier delivering to url, signing with secret.
@@ -105,7 +105,8 @@ func New(url string, secret []byte) *Notifier {
 	ctx, cancel := context.WithCancel(context.Background())
 	n := &Notifier{url: url, secret: secret, wake: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{}),
 		client: &http.Client{Timeout: AttemptTimeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
-		id:     strconv.FormatInt(time.Now().UnixNano(), 36)}
+		id:     strconv.FormatInt(time.Now().UnixNano(), 36),
+		logs:   ratelog.Limiter{Window: logEvery, Burst: 1}}
 	go n.run(ctx)
 	return n
 }
@@ -125,8 +126,8 @@ func (n *Notifier) Send(ev Event) {
 		n.queue = append(n.queue[:i], n.queue[i+1:]...)
 		events.WithLabelValues("dropped").Inc()
 		queued.Dec()
-		if c, ok := n.dropLog.tick(time.Now()); ok {
-			log.Warningf("webhook %s: %d events dropped since the last such line (at most one a minute): the queue of %d is full", n.url, c, QueueSize)
+		if ok, held := n.logs.Allow("drop", time.Now()); ok {
+			log.Warningf("webhook %s: %d events dropped since the last such line (at most one a minute): the queue of %d is full", n.url, held.Count+1, QueueSize)
 		}
 	}
 	n.queue = append(n.queue, ev)
@@ -208,9 +209,9 @@ func (n *Notifier) deliver(ctx context.Context, ev *Event, body []byte) bool {
 			return false
 		}
 		failures.Inc()
-		if c, ok := n.logs.tick(time.Now()); ok {
+		if ok, held := n.logs.Allow("failure", time.Now()); ok {
 			log.Warningf("webhook %s: delivery failed (%d failures since the last such line, at most one a minute): event %s, attempt %d: %v; retrying in %s",
-				n.url, c, ev.ID, attempt, err, wait)
+				n.url, held.Count+1, ev.ID, attempt, err, wait)
 		}
 		t := time.NewTimer(wait)
 		select {
@@ -253,23 +254,4 @@ func Sign(secret []byte, ts string, body []byte) string {
 	m.Write([]byte{'.'})
 	m.Write(body)
 	return hex.EncodeToString(m.Sum(nil))
-}
-
-// rateLog lets a repeated log line through at most once per logEvery, counting the
-// events in between.
-type rateLog struct {
-	mu   sync.Mutex
-	next time.Time
-	n    int
-}
-
-func (r *rateLog) tick(now time.Time) (n int, ok bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.n++
-	if now.Before(r.next) {
-		return 0, false
-	}
-	n, r.n, r.next = r.n, 0, now.Add(logEvery)
-	return n, true
 }
