@@ -7,8 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/coredns/caddy"
-
 	"github.com/healthroute/healthroute/control"
 	"github.com/healthroute/healthroute/r53api"
 )
@@ -28,19 +26,6 @@ type apiRegistry struct {
 	// this member answers from; it is told once the instance serves
 	// (instanceStarted), since a block starts before its servers do.
 	unacked bool
-}
-
-func init() { caddy.RegisterEventHook("healthroute-route53-api", instanceStarted) }
-
-// instanceStarted runs once an instance serves (at startup, and after a reload
-// has stopped the previous instance): this member now answers from the newest
-// block's API generation, and tells the fleet so.
-func instanceStarted(ev caddy.EventName, _ any) error {
-	if ev != caddy.InstanceStartupEvent {
-		return nil
-	}
-	shared.ackStarted()
-	return nil
 }
 
 // ackStarted tells the fleet which API generation the serving blocks answer

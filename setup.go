@@ -23,7 +23,21 @@ const pluginName = "healthroute"
 
 var log = clog.NewWithPlugin(pluginName)
 
-func init() { plugin.Register(pluginName, setup) }
+func init() {
+	plugin.Register(pluginName, setup)
+	caddy.RegisterEventHook("healthroute-route53-api", instanceStarted)
+}
+
+// instanceStarted runs once an instance serves (at startup, and after a reload
+// has stopped the previous instance): this member now answers from the newest
+// block's Route 53 API generation, and tells the fleet so (registry.ackStarted).
+func instanceStarted(ev caddy.EventName, _ any) error {
+	if ev != caddy.InstanceStartupEvent {
+		return nil
+	}
+	shared.ackStarted()
+	return nil
+}
 
 func setup(c *caddy.Controller) error {
 	cfg, err := parse(c)
