@@ -22,6 +22,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/healthroute/healthroute/control"
+	"github.com/healthroute/healthroute/internal/connlimit"
 	"github.com/healthroute/healthroute/view"
 )
 
@@ -61,10 +62,10 @@ func listen(addr, tokenFile string, op *Operator) (*server, error) {
 	s.srv = &http.Server{Handler: s.handler(), ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: readTimeout,
 		WriteTimeout: writeTimeout, IdleTimeout: idleTimeout, MaxHeaderBytes: maxHeaderBytes - headerSlack,
 		ErrorLog:    stdlog.New(s.logs, "", 0),
-		ConnContext: func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, connKey{}, c) }}
+		ConnContext: connlimit.ConnContext}
 	go func() {
 		defer close(s.done)
-		err := s.srv.Serve(newLimitListener(ln, maxConns, maxConnsPerClient, s.logs))
+		err := s.srv.Serve(connlimit.New(ln, "api", maxConns, maxConnsPerClient, s.logs.Errorf))
 		if err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Errorf("api %s: %v", addr, err)
 		}
@@ -91,7 +92,7 @@ func (s *server) handler() http.Handler {
 	mux.HandleFunc("GET /v1/controls", s.getControls)
 	mux.HandleFunc("POST /v1/controls", s.postControls)
 	mux.HandleFunc("POST /v1/controls/{name}", s.postControl)
-	return answering(http.MaxBytesHandler(s.pace.paced(mux), maxBodyBytes))
+	return connlimit.Answering(http.MaxBytesHandler(s.pace.paced(mux), maxBodyBytes))
 }
 
 func (s *server) setTokenFile(path string) {

@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -21,10 +22,11 @@ import (
 	"time"
 
 	clog "github.com/coredns/coredns/plugin/pkg/log"
-	"golang.org/x/net/netutil"
 	"golang.org/x/time/rate"
 
 	"github.com/healthroute/healthroute/control"
+	"github.com/healthroute/healthroute/internal/connlimit"
+	"github.com/healthroute/healthroute/internal/ratelog"
 	"github.com/healthroute/healthroute/route53"
 )
 
@@ -32,7 +34,7 @@ var log = clog.NewWithPlugin("healthroute")
 
 // Limits of the listener, as Route 53 keeps limits of its API.
 type Limits struct {
-	MaxConns int           // open connections at once
+	MaxConns int           // open connections at once; one client (an address, an IPv6 /64) holds at most MaxConnsPerClient
 	MaxBody  int64         // bytes of a request body
 	Rate     float64       // requests per second, per access key
 	Burst    int           // requests at once above Rate, per access key
@@ -41,6 +43,14 @@ type Limits struct {
 
 // DefaultLimits are the limits a listener gets unless the Corefile sets others.
 var DefaultLimits = Limits{MaxConns: 64, MaxBody: 1 << 20, Rate: 10, Burst: 50, Timeout: 30 * time.Second}
+
+// MaxConnsPerClient is the most connections one client holds (or MaxConns, if
+// less): enough for Terraform's 10 requests at once, and a flood of connections
+// from one client churns through its own slots (internal/connlimit).
+const MaxConnsPerClient = 16
+
+// logEvery is the least time between two log lines of one kind of refusal.
+const logEvery = 10 * time.Second
 
 // Zone is a hosted zone the API serves: a block's zone that enables it.
 type Zone struct {
@@ -95,6 +105,21 @@ type Server struct {
 	last  *listing                 // the last zone listed, sorted
 
 	throttled atomic.Uint64
+	logs      ratelog.Limiter // the listener's refusals, a line per kind per logEvery
+}
+
+// logf logs a refusal of kind unless one went out less than logEvery ago; the
+// lines held back are counted in the next.
+func (s *Server) logf(kind, format string, args ...any) {
+	ok, held := s.logs.Allow(kind, time.Now())
+	if !ok {
+		return
+	}
+	msg := fmt.Sprintf(format, args...)
+	if held.Count > 0 {
+		msg += fmt.Sprintf(" (and %d more like it since the last such line)", held.Count)
+	}
+	log.Warning(msg)
 }
 
 // Start listens on addr and serves the API with the keys of keyFile.
@@ -108,15 +133,17 @@ func Start(addr, keyFile string, lim Limits, be Backend) (*Server, error) {
 		return nil, err
 	}
 	s := newServer(k, lim, be, time.Now)
-	s.ln = netutil.LimitListener(ln, lim.MaxConns)
-	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: lim.Timeout,
-		WriteTimeout: lim.Timeout + 5*time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: 64 << 10}
+	s.ln = connlimit.New(ln, "route53_api", lim.MaxConns, MaxConnsPerClient, s.logf)
+	s.srv = &http.Server{Handler: connlimit.Answering(s), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: lim.Timeout,
+		WriteTimeout: lim.Timeout + 5*time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: 64 << 10,
+		ConnContext: connlimit.ConnContext}
 	go s.srv.Serve(s.ln)
 	return s, nil
 }
 
 func newServer(k *keyring, lim Limits, be Backend, now func() time.Time) *Server {
-	s := &Server{be: be, lim: lim, verify: newVerifier(k, now), paces: map[string]*rate.Limiter{}}
+	s := &Server{be: be, lim: lim, verify: newVerifier(k, now), paces: map[string]*rate.Limiter{},
+		logs: ratelog.Limiter{Window: logEvery, Burst: 1}}
 	s.routes()
 	return s
 }

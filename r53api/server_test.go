@@ -3,6 +3,7 @@ package r53api
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -234,5 +235,27 @@ func TestSignaturesOverEscapedQueries(t *testing.T) {
 		if _, err := c.ListHostedZonesByName(ctx, &route53.ListHostedZonesByNameInput{DNSName: aws.String(name)}); err != nil {
 			t.Errorf("zones by name from %q: %v", name, err)
 		}
+	}
+}
+
+// TestIdleConnectionFloodLocksNoOneOut: a client holding every connection slot of
+// the listener with connections that send nothing, at the default limit and past
+// it, does not keep another client's request from an answer: its idle connections
+// are closed to make room (a listener that only caps the total, by not accepting,
+// left the request waiting until the flood's connections timed out).
+func TestIdleConnectionFloodLocksNoOneOut(t *testing.T) {
+	s, c := startTest(t, DefaultLimits, Zone{Name: "example.org."})
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}
+	for i := range DefaultLimits.MaxConns + 8 {
+		conn, err := d.Dial("tcp", s.Addr())
+		if err != nil {
+			t.Fatalf("flood connection %d: %v", i, err)
+		}
+		t.Cleanup(func() { conn.Close() })
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second) // well under the flood's 10 s header timeout
+	defer cancel()
+	if _, err := c.ListHostedZones(ctx, &route53.ListHostedZonesInput{}); err != nil {
+		t.Fatalf("a request beside a flood of idle connections: %v", err)
 	}
 }
