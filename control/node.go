@@ -22,6 +22,7 @@ import (
 	wal "github.com/hashicorp/raft-wal"
 	"github.com/hashicorp/raft-wal/metadb"
 	"github.com/healthroute/healthroute/internal/atomicfile"
+	"github.com/healthroute/healthroute/internal/connlimit"
 )
 
 // DefaultPort is the control port's default.
@@ -200,7 +201,8 @@ func Open(cfg Config, onChange func(*State)) (*Node, error) {
 			closeStore()
 			return nil, fmt.Errorf("control port: %v", err)
 		}
-		n.mux = newMux(ln, cfg.Key, n.serveForward, func() { handshakeRefused.Inc() })
+		n.mux = newMux(connlimit.New(ln, "control port", maxConns, maxConnsPerClient, logLimited), cfg.Key, n.serveForward,
+			func() { handshakeRefused.Inc() })
 		n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{Stream: n.mux, MaxPool: 3, Timeout: 2 * time.Second, Logger: logger})
 	}
 	rc := raft.DefaultConfig()

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -280,4 +282,84 @@ func TestMetricsFollowTheState(t *testing.T) {
 	if st.State != raft.Leader.String() || !st.CanChange || st.Term == 0 {
 		t.Errorf("status %+v, want the leader, able to change, in a term", st)
 	}
+}
+
+// TestControlPortFloodLocksNoVoterOut: connections that never prove the key, from
+// one address, more than the port holds from one client and in all, hold at most
+// the per-client limit; a connection that proved the key from that same address
+// stays open through the flood, and a voter from another address still gets in.
+func TestControlPortFloodLocksNoVoterOut(t *testing.T) {
+	cfgs, nodes := group(t, 1)
+	waitFor(t, 10*time.Second, "a leader", func() bool { return hasLeader(nodes...) })
+	addr := cfgs[0].Bind
+	voter := &mux{key: cfgs[0].Key}
+	from := func(ip string) net.Dialer { return net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}} }
+
+	d := from("127.0.0.2")
+	held, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	// The handshake by hand, from the flood's address: nonce in, kind and MAC out.
+	nonce := make([]byte, nonceLen)
+	held.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.ReadFull(held, nonce); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := held.Write(append([]byte{kindRaft}, voter.mac(kindRaft, nonce)...)); err != nil {
+		t.Fatal(err)
+	}
+
+	flood := make([]net.Conn, 0, maxConns+44)
+	for range cap(flood) {
+		c, err := d.Dial("tcp", addr)
+		if err != nil {
+			t.Fatalf("flood connection %d: %v", len(flood), err)
+		}
+		defer c.Close()
+		flood = append(flood, c)
+	}
+	// open reports whether the port still holds c at the deadline: a read finds
+	// nothing more to read (a nonce it sent is read first) rather than the end of
+	// the connection.
+	open := func(c net.Conn, deadline time.Time) bool {
+		c.SetReadDeadline(deadline)
+		buf := make([]byte, nonceLen+1)
+		for {
+			_, err := c.Read(buf)
+			var ne net.Error
+			if err != nil {
+				return errors.As(err, &ne) && ne.Timeout()
+			}
+		}
+	}
+	var left atomic.Int32
+	var wg sync.WaitGroup
+	deadline := time.Now().Add(500 * time.Millisecond) // well within the handshake timeout
+	for _, c := range flood { // all at once: each waits until the deadline
+		wg.Go(func() {
+			if open(c, deadline) {
+				left.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if n := int(left.Load()); n > maxConnsPerClient || n == 0 {
+		t.Errorf("%d of %d connections that never proved the key still held, want some, at most %d", n, len(flood), maxConnsPerClient)
+	}
+	if !open(held, time.Now().Add(300*time.Millisecond)) {
+		t.Error("the flood closed a connection that had proved the key")
+	}
+	d3 := from("127.0.0.3")
+	c, err := d3.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	other, err := voter.dial(addr, kindRaft, 2*time.Second)
+	if err != nil {
+		t.Fatalf("a voter's connection during the flood: %v", err)
+	}
+	other.Close()
 }

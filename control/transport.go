@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/healthroute/healthroute/internal/connlimit"
+	"github.com/healthroute/healthroute/internal/ratelog"
 )
 
 // The control port carries two kinds of connections, told apart by their first
@@ -24,6 +26,27 @@ const (
 // handshakeTimeout bounds the handshake of an inbound connection: one that does
 // not prove the key in time is closed.
 const handshakeTimeout = 2 * time.Second
+
+// The control port's connection limits (internal/connlimit): a connection over
+// them makes room by closing one that has not proved the key yet, the same
+// client's or the oldest of the client holding the most; connections that proved
+// it are never closed to make room. A voter holds a few (raft's pool of 3 a peer,
+// its pipeline, a forwarded change's while it lasts), so a flood of connections
+// that never prove the key costs at most maxConns descriptors, churning through its
+// own slots, and cannot lock the voters out.
+const (
+	maxConns          = 256
+	maxConnsPerClient = 64
+)
+
+// logLimited logs the control port's refusals, a line per kind per 10 s.
+func logLimited(kind, format string, args ...any) {
+	if msg, ok := refusals.Line(kind, time.Now(), format, args...); ok {
+		log.Warning(msg)
+	}
+}
+
+var refusals = ratelog.Limiter{Window: 10 * time.Second, Burst: 1}
 
 const nonceLen = 16
 
@@ -80,6 +103,7 @@ func (m *mux) admit(c net.Conn) {
 		return
 	}
 	c.SetDeadline(time.Time{})
+	connlimit.Hold(c) // proved the key: the listener keeps it whatever comes
 	switch buf[0] {
 	case kindForward:
 		m.serve(c)

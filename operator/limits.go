@@ -2,7 +2,6 @@ package operator
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"time"
 
@@ -94,15 +93,9 @@ func newErrorLog(period time.Duration) *errorLog {
 
 // Errorf logs the message unless a message of kind went out less than a period ago.
 func (r *errorLog) Errorf(kind, format string, args ...any) {
-	ok, held := r.limit.Allow(kind, r.now())
-	if !ok {
-		return
+	if msg, ok := r.limit.Line(kind, r.now(), format, args...); ok {
+		r.out(msg)
 	}
-	msg := fmt.Sprintf(format, args...)
-	if held.Count > 0 {
-		msg += fmt.Sprintf(" (and %d more like it since the last such line)", held.Count)
-	}
-	r.out(msg)
 }
 
 // Write makes r the http.Server's error log: each line is an error of kind "http".

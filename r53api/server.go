@@ -10,7 +10,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -111,15 +110,9 @@ type Server struct {
 // logf logs a refusal of kind unless one went out less than logEvery ago; the
 // lines held back are counted in the next.
 func (s *Server) logf(kind, format string, args ...any) {
-	ok, held := s.logs.Allow(kind, time.Now())
-	if !ok {
-		return
+	if msg, ok := s.logs.Line(kind, time.Now(), format, args...); ok {
+		log.Warning(msg)
 	}
-	msg := fmt.Sprintf(format, args...)
-	if held.Count > 0 {
-		msg += fmt.Sprintf(" (and %d more like it since the last such line)", held.Count)
-	}
-	log.Warning(msg)
 }
 
 // Start listens on addr and serves the API with the keys of keyFile.

@@ -189,3 +189,12 @@ func Answering(next http.Handler) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
+
+// Hold marks c, a connection a Listener accepted, as in use until it is closed, for
+// a protocol other than HTTP (where Answering marks each request): the listener
+// never closes it to make room. A connection from elsewhere is left alone.
+func Hold(c net.Conn) {
+	if lc, ok := c.(*conn); ok {
+		lc.busy.Add(1)
+	}
+}

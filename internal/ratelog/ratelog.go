@@ -8,6 +8,7 @@
 package ratelog
 
 import (
+	"fmt"
 	"sync"
 	"time"
 )
@@ -50,6 +51,20 @@ func (l *Limiter) Allow(kind string, now time.Time) (ok bool, held Held) {
 	}
 	c.held++
 	return false, Held{}
+}
+
+// Line counts one line of kind at now and, when Allow lets it through, returns
+// it formatted, followed by how many lines of its kind were held back before it.
+func (l *Limiter) Line(kind string, now time.Time, format string, args ...any) (string, bool) {
+	ok, held := l.Allow(kind, now)
+	if !ok {
+		return "", false
+	}
+	msg := fmt.Sprintf(format, args...)
+	if held.Count > 0 {
+		msg += fmt.Sprintf(" (and %d more like it since the last such line)", held.Count)
+	}
+	return msg, true
 }
 
 // Flush reports what was held back of kind once its window is over at now, and
