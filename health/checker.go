@@ -146,19 +146,30 @@ func traceFrom(ctx context.Context) *trace {
 	return tr
 }
 
-// dial opens every probe's connection. Out of file descriptors, it gives one of
-// the reserve's back and tries once more. It notes on tr (which may be nil) a
-// failure of this process's own, so the scheduler can tell it from the endpoint's.
+// dial opens the connections of the probes that hand theirs to a library
+// (websocket, grpc, prometheus): net's own, through net.Dialer. See dialVia.
 func (tr *trace) dial(ctx context.Context, network, addr string) (net.Conn, error) {
-	// No TCP keep-alive: a probe's connection ends long before the first keep-alive
-	// would be sent, and enabling it costs four system calls a connection.
-	d := net.Dialer{KeepAlive: -1}
+	return tr.dialVia(ctx, network, addr, libraryDial)
+}
+
+// dialProbe opens the connection of an http or tcp probe, which uses it only as a
+// stream it writes, reads and closes: to an IP address and port, a socket of its
+// own (see streamDial), by name through net.Dialer. See dialVia.
+func (tr *trace) dialProbe(ctx context.Context, addr string) (net.Conn, error) {
+	return tr.dialVia(ctx, "tcp", addr, probeDial)
+}
+
+// dialVia opens a probe's connection with dial. Out of file descriptors, it gives
+// one of the reserve's back and tries once more. It notes on tr (which may be nil)
+// a failure of this process's own, so the scheduler can tell it from the
+// endpoint's.
+func (tr *trace) dialVia(ctx context.Context, network, addr string, dial func(context.Context, string, string) (net.Conn, error)) (net.Conn, error) {
 	start := time.Now()
-	c, err := dialOnce(ctx, &d, network, addr)
+	c, err := dial(ctx, network, addr)
 	out := outOfFDs(err)
 	if out && fdReserve.take() {
 		start = time.Now()
-		c, err = dialOnce(ctx, &d, network, addr)
+		c, err = dial(ctx, network, addr)
 		out = outOfFDs(err)
 	}
 	if err == nil {
@@ -170,22 +181,21 @@ func (tr *trace) dial(ctx context.Context, network, addr string) (net.Conn, erro
 	return c, err
 }
 
-// dialOnce dials addr with d. A TCP address that is an IP address and port, as most
-// targets are, is dialled as it is, without parsing it into a list of addresses to try.
-func dialOnce(ctx context.Context, d *net.Dialer, network, addr string) (net.Conn, error) {
-	if network == "tcp" {
-		if ap, err := netip.ParseAddrPort(addr); err == nil {
-			c, err := d.DialTCP(ctx, network, netip.AddrPort{}, ap)
-			if err != nil {
-				if oe, ok := err.(*net.OpError); ok {
-					oe.Source = nil // no local address was asked for: say so as DialContext does
-				}
-				return nil, err // not a nil *TCPConn in a non-nil net.Conn
-			}
-			return c, nil
-		}
-	}
+// libraryDial dials with net.Dialer, without TCP keep-alive: a probe's connection
+// ends long before the first keep-alive would be sent, and enabling it costs four
+// system calls a connection.
+func libraryDial(ctx context.Context, network, addr string) (net.Conn, error) {
+	d := net.Dialer{KeepAlive: -1}
 	return d.DialContext(ctx, network, addr)
+}
+
+// probeDial dials an IP address and port with streamDial, anything else with
+// libraryDial.
+func probeDial(ctx context.Context, network, addr string) (net.Conn, error) {
+	if ap, err := netip.ParseAddrPort(addr); err == nil && network == "tcp" && ap.Addr().Zone() == "" && !ap.Addr().Is4In6() {
+		return streamDial(ctx, ap)
+	}
+	return libraryDial(ctx, network, addr)
 }
 
 // outOfFDs reports whether a dial failed for want of a file descriptor. The

@@ -120,7 +120,7 @@ func newHTTPChecker(spec *Spec, agent string) (Checker, error) {
 // ctx (the scheduler's budget), the whole probe.
 func (c *httpChecker) Check(ctx context.Context) error {
 	dctx, cancel := context.WithTimeout(ctx, c.connect)
-	conn, err := traceFrom(ctx).dial(dctx, "tcp", c.addr)
+	conn, err := traceFrom(ctx).dialProbe(dctx, c.addr)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("connect: %w", err)

@@ -17,7 +17,7 @@ func newTCPChecker(spec *Spec) (Checker, error) {
 // Check passes when a TCP connection is established before ctx ends (the scheduler
 // gives it the check's timeout, 10 s by default as on Route 53).
 func (t tcpChecker) Check(ctx context.Context) error {
-	c, err := traceFrom(ctx).dial(ctx, "tcp", t.addr)
+	c, err := traceFrom(ctx).dialProbe(ctx, t.addr)
 	if err != nil {
 		return err
 	}
