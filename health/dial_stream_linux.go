@@ -71,22 +71,20 @@ func waitConnected(ctx context.Context, f *os.File) error {
 	}
 	stop := context.AfterFunc(ctx, func() { f.SetWriteDeadline(time.Unix(1, 0)) })
 	var connErr error
-	waited := false
+	// Each call, the first before any wait, asks the socket whether the connect is
+	// over: the poller may have seen the socket writable before this wait began.
 	err = rc.Write(func(fd uintptr) bool {
-		if !waited { // writable once connected or failed: wait for that first
-			waited = true
-			return false
-		}
 		n, err := syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_ERROR)
 		if err != nil {
 			connErr = os.NewSyscallError("getsockopt", err)
 			return true
 		}
 		switch e := syscall.Errno(n); e {
+		case 0:
+			_, err := syscall.Getpeername(int(fd))
+			return err == nil // else still connecting
 		case syscall.EINPROGRESS, syscall.EALREADY, syscall.EINTR:
 			return false
-		case 0:
-			return true
 		default:
 			connErr = os.NewSyscallError("connect", e)
 			return true
