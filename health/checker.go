@@ -152,11 +152,41 @@ func (tr *trace) dial(ctx context.Context, network, addr string) (net.Conn, erro
 	return tr.dialVia(ctx, network, addr, libraryDial)
 }
 
-// dialProbe opens the connection of an http or tcp probe, which uses it only as a
+// dialProbe opens the connection of an http or tcp probe to pa, connected within
+// limit (0: ctx alone bounds it). Such a probe uses its connection only as a
 // stream it writes, reads and closes: to an IP address and port, a socket of its
 // own (see streamDial), by name through net.Dialer. See dialVia.
-func (tr *trace) dialProbe(ctx context.Context, addr string) (net.Conn, error) {
-	return tr.dialVia(ctx, "tcp", addr, probeDial)
+func (tr *trace) dialProbe(ctx context.Context, pa *probeAddr, limit time.Duration) (net.Conn, error) {
+	if pa.stream == nil {
+		if limit > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, limit)
+			defer cancel()
+		}
+		return tr.dialVia(ctx, "tcp", pa.addr, libraryDial)
+	}
+	var deadline time.Time
+	if limit > 0 {
+		deadline = time.Now().Add(limit)
+	}
+	return tr.dialVia(ctx, "tcp", pa.addr, func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return streamDial(ctx, pa.stream, deadline)
+	})
+}
+
+// probeAddr is where an http or tcp probe connects: host:port, and for an IP
+// address and port what streamDial needs, prepared once for every probe.
+type probeAddr struct {
+	addr   string
+	stream *streamTarget // nil: dialled by name with net.Dialer
+}
+
+func newProbeAddr(addr string) *probeAddr {
+	pa := &probeAddr{addr: addr}
+	if ap, err := netip.ParseAddrPort(addr); err == nil && ap.Addr().Zone() == "" && !ap.Addr().Is4In6() {
+		pa.stream = newStreamTarget(ap)
+	}
+	return pa
 }
 
 // dialVia opens a probe's connection with dial. Out of file descriptors, it gives
@@ -187,15 +217,6 @@ func (tr *trace) dialVia(ctx context.Context, network, addr string, dial func(co
 func libraryDial(ctx context.Context, network, addr string) (net.Conn, error) {
 	d := net.Dialer{KeepAlive: -1}
 	return d.DialContext(ctx, network, addr)
-}
-
-// probeDial dials an IP address and port with streamDial, anything else with
-// libraryDial.
-func probeDial(ctx context.Context, network, addr string) (net.Conn, error) {
-	if ap, err := netip.ParseAddrPort(addr); err == nil && network == "tcp" && ap.Addr().Zone() == "" && !ap.Addr().Is4In6() {
-		return streamDial(ctx, ap)
-	}
-	return libraryDial(ctx, network, addr)
 }
 
 // outOfFDs reports whether a dial failed for want of a file descriptor. The

@@ -4,37 +4,57 @@ package health
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/netip"
 	"os"
 	"syscall"
 	"time"
+	"unsafe"
 )
 
-// streamDial connects a non-blocking TCP socket to ap and hands it to the runtime's
-// poller as an *os.File, which reads, writes, closes and keeps deadlines as a
-// net.Conn does. It makes the system calls a probe needs, where net.Dialer makes
-// four more for a connection a probe writes once, reads and closes: the local and
-// the peer's address (getsockname, getpeername: a probe asks for neither), and
-// TCP_NODELAY (a probe's request is one write, sent at once with Nagle's algorithm
-// on or off). Its errors read as net.Dialer's: "dial tcp ADDR: connect: connection
-// refused", "dial tcp ADDR: i/o timeout".
-func streamDial(ctx context.Context, ap netip.AddrPort) (net.Conn, error) {
-	raddr := net.TCPAddrFromAddrPort(ap)
-	fail := func(err error) error { return &net.OpError{Op: "dial", Net: "tcp", Addr: raddr, Err: err} }
+// streamTarget is an IP address and port as streamDial connects to it, prepared
+// once for a check's probes. One probe at a time uses it (connect writes into sa).
+type streamTarget struct {
+	family int
+	sa     syscall.Sockaddr
+	raddr  *net.TCPAddr
+	name   string // the connection's name in errors: "tcp ADDR"
+}
+
+func newStreamTarget(ap netip.AddrPort) *streamTarget {
+	t := &streamTarget{family: syscall.AF_INET, raddr: net.TCPAddrFromAddrPort(ap), name: "tcp " + ap.String()}
+	if ap.Addr().Is6() {
+		t.family, t.sa = syscall.AF_INET6, &syscall.SockaddrInet6{Port: int(ap.Port()), Addr: ap.Addr().As16()}
+	} else {
+		t.sa = &syscall.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()}
+	}
+	return t
+}
+
+// streamDial connects a non-blocking TCP socket to t, by deadline (zero: none)
+// and before ctx ends, and hands it to the runtime's poller as an *os.File, which
+// reads, writes, closes and keeps deadlines as a net.Conn does. It makes the system
+// calls a probe needs, where net.Dialer makes four more for a connection a probe
+// writes once, reads and closes: the local and the peer's address (getsockname,
+// getpeername: a probe asks for neither), and TCP_NODELAY (a probe's request is
+// one write, sent at once with Nagle's algorithm on or off). Its errors read as
+// net.Dialer's: "dial tcp ADDR: connect: connection refused", "dial tcp ADDR: i/o
+// timeout".
+func streamDial(ctx context.Context, t *streamTarget, deadline time.Time) (net.Conn, error) {
+	fail := func(err error) error { return &net.OpError{Op: "dial", Net: "tcp", Addr: t.raddr, Err: err} }
 	if err := ctx.Err(); err != nil {
 		return nil, fail(ctxErr(err))
 	}
-	family, sa := syscall.AF_INET, syscall.Sockaddr(&syscall.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()})
-	if ap.Addr().Is6() {
-		family, sa = syscall.AF_INET6, &syscall.SockaddrInet6{Port: int(ap.Port()), Addr: ap.Addr().As16()}
+	if !deadline.IsZero() && !time.Now().Before(deadline) {
+		return nil, fail(dialTimeout{})
 	}
-	fd, err := syscall.Socket(family, syscall.SOCK_STREAM|syscall.SOCK_NONBLOCK|syscall.SOCK_CLOEXEC, syscall.IPPROTO_TCP)
+	fd, err := syscall.Socket(t.family, syscall.SOCK_STREAM|syscall.SOCK_NONBLOCK|syscall.SOCK_CLOEXEC, syscall.IPPROTO_TCP)
 	if err != nil {
 		return nil, fail(os.NewSyscallError("socket", err))
 	}
 	for {
-		err = syscall.Connect(fd, sa)
+		err = syscall.Connect(fd, t.sa)
 		if err != syscall.EINTR {
 			break
 		}
@@ -45,29 +65,39 @@ func streamDial(ctx context.Context, ap netip.AddrPort) (net.Conn, error) {
 		syscall.Close(fd)
 		return nil, fail(os.NewSyscallError("connect", err))
 	}
-	f := os.NewFile(uintptr(fd), "tcp "+raddr.String())
-	if err != nil {
-		// In progress. To a loopback or local address the handshake is over before
-		// connect returns: the peer's address says so without waiting.
-		if _, perr := syscall.Getpeername(fd); perr != nil {
-			if err := waitConnected(ctx, f); err != nil {
-				f.Close()
-				return nil, fail(err)
-			}
+	f := os.NewFile(uintptr(fd), t.name)
+	// In progress. To a loopback or local address the handshake is over before
+	// connect returns: the socket's having a peer says so without waiting.
+	if err != nil && !hasPeer(fd) {
+		if err := waitConnected(ctx, f, deadline); err != nil {
+			f.Close()
+			return nil, fail(err)
 		}
 	}
-	return &streamConn{File: f, raddr: raddr}, nil
+	return &streamConn{File: f, raddr: t.raddr}, nil
 }
 
-// waitConnected waits until f's connect is over, or ctx ends, and returns its
-// error.
-func waitConnected(ctx context.Context, f *os.File) error {
+// hasPeer reports whether socket fd is connected (getpeername succeeds), without
+// the allocation of syscall.Getpeername's result.
+func hasPeer(fd int) bool {
+	var rsa syscall.RawSockaddrAny
+	n := uint32(syscall.SizeofSockaddrAny)
+	_, _, e := syscall.RawSyscall(syscall.SYS_GETPEERNAME, uintptr(fd), uintptr(unsafe.Pointer(&rsa)), uintptr(unsafe.Pointer(&n)))
+	return e == 0
+}
+
+// waitConnected waits until f's connect is over, deadline passes (zero: never) or
+// ctx ends, and returns its error.
+func waitConnected(ctx context.Context, f *os.File, deadline time.Time) error {
 	rc, err := f.SyscallConn()
 	if err != nil {
 		return err
 	}
-	if dl, ok := ctx.Deadline(); ok {
-		f.SetWriteDeadline(dl)
+	if dl, ok := ctx.Deadline(); ok && (deadline.IsZero() || dl.Before(deadline)) {
+		deadline = dl
+	}
+	if !deadline.IsZero() {
+		f.SetWriteDeadline(deadline)
 	}
 	stop := context.AfterFunc(ctx, func() { f.SetWriteDeadline(time.Unix(1, 0)) })
 	var connErr error
@@ -81,8 +111,7 @@ func waitConnected(ctx context.Context, f *os.File) error {
 		}
 		switch e := syscall.Errno(n); e {
 		case 0:
-			_, err := syscall.Getpeername(int(fd))
-			return err == nil // else still connecting
+			return hasPeer(int(fd)) // else still connecting
 		case syscall.EINPROGRESS, syscall.EALREADY, syscall.EINTR:
 			return false
 		default:
@@ -90,15 +119,16 @@ func waitConnected(ctx context.Context, f *os.File) error {
 			return true
 		}
 	})
-	if !stop() || err != nil {
-		// ctx ended (the deadline set or the cancel): report it as net.Dialer does,
-		// also when the connect completed as it ended.
-		if ctx.Err() != nil {
-			return ctxErr(ctx.Err())
+	if !stop() && ctx.Err() != nil {
+		// ctx ended: report it as net.Dialer does, also when the connect
+		// completed as it ended.
+		return ctxErr(ctx.Err())
+	}
+	if err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return dialTimeout{}
 		}
-		if err != nil {
-			return err
-		}
+		return err
 	}
 	f.SetWriteDeadline(time.Time{})
 	return connErr

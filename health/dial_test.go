@@ -52,16 +52,20 @@ func TestProbeDialAsDialContext(t *testing.T) {
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
 	for _, tc := range []struct {
-		name string
-		ctx  context.Context
-		addr string
+		name  string
+		ctx   context.Context
+		addr  string
+		limit time.Duration
 	}{
-		{"refused", ctx, refused},
-		{"timed out", expired, "[::1]:1"},
-		{"cancelled", cancelled, "127.0.0.1:1"},
+		{"refused", ctx, refused, time.Second},
+		{"timed out", expired, "[::1]:1", time.Second},
+		{"cancelled", cancelled, "127.0.0.1:1", time.Second},
+		{"connect limit passed", ctx, "127.0.0.1:1", time.Nanosecond},
 	} {
-		_, want := d.DialContext(tc.ctx, "tcp", tc.addr)
-		_, got := (*trace)(nil).dialProbe(tc.ctx, tc.addr)
+		dctx, cancel := context.WithTimeout(tc.ctx, tc.limit)
+		_, want := d.DialContext(dctx, "tcp", tc.addr)
+		cancel()
+		_, got := (*trace)(nil).dialProbe(tc.ctx, newProbeAddr(tc.addr), tc.limit)
 		if want == nil || got == nil || got.Error() != want.Error() {
 			t.Errorf("%s: %v, want %v", tc.name, got, want)
 		}
@@ -75,7 +79,7 @@ func TestProbeDialAsDialContext(t *testing.T) {
 			c.Write(b)
 		}
 	})
-	c, err := (*trace)(nil).dialProbe(ctx, addr)
+	c, err := (*trace)(nil).dialProbe(ctx, newProbeAddr(addr), time.Second)
 	if err != nil {
 		t.Fatalf("dial %s: %v", addr, err)
 	}

@@ -33,7 +33,7 @@ const (
 // connection per probe, so it controls every deadline and reads no byte it does
 // not need.
 type httpChecker struct {
-	addr    string      // host:port to dial
+	addr    *probeAddr  // host:port to dial
 	tls     *tls.Config // nil for http
 	request []byte      // the whole request, built once
 	status  [2]int
@@ -68,7 +68,7 @@ func newHTTPChecker(spec *Spec, agent string) (Checker, error) {
 	if port == "" {
 		port = defPort
 	}
-	c.addr = net.JoinHostPort(u.Hostname(), port)
+	c.addr = newProbeAddr(net.JoinHostPort(u.Hostname(), port))
 
 	// Host header, as Route 53 sends it: the name, with :port off the default port;
 	// without a name, the address in its place. A host option that carries its own
@@ -119,9 +119,7 @@ func newHTTPChecker(spec *Spec, agent string) (Checker, error) {
 // string the body within 2 s more. A set timeout bounds each phase and, through
 // ctx (the scheduler's budget), the whole probe.
 func (c *httpChecker) Check(ctx context.Context) error {
-	dctx, cancel := context.WithTimeout(ctx, c.connect)
-	conn, err := traceFrom(ctx).dialProbe(dctx, c.addr)
-	cancel()
+	conn, err := traceFrom(ctx).dialProbe(ctx, c.addr, c.connect)
 	if err != nil {
 		return fmt.Errorf("connect: %w", err)
 	}
