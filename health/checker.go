@@ -134,9 +134,18 @@ type trace struct {
 
 type traceKey struct{}
 
-func withTrace(ctx context.Context, tr *trace) context.Context {
+// withTrace returns ctx carrying tr, starting its clock. The http, https and tcp
+// probes record their phases on tr themselves; the others' libraries (websocket's
+// and prometheus's HTTP clients) report theirs through an httptrace, added for
+// them alone: it is two allocations a probe.
+func withTrace(ctx context.Context, tr *trace, typ Type) context.Context {
 	tr.clock.start = time.Now()
-	return withPhaseTrace(context.WithValue(ctx, traceKey{}, tr), tr)
+	ctx = context.WithValue(ctx, traceKey{}, tr)
+	switch typ {
+	case HTTP, HTTPS, TCP:
+		return ctx
+	}
+	return withPhaseTrace(ctx, tr)
 }
 
 // traceFrom returns ctx's trace, nil when it has none (a probe run outside the

@@ -479,7 +479,7 @@ func (s *Scheduler) probe(ctx context.Context, c Checker, spec *Spec) (took time
 		took = time.Since(start)
 		ph = tr.clock.phases(took)
 	}()
-	err = c.Check(withTrace(ctx, tr))
+	err = c.Check(withTrace(ctx, tr, spec.Type))
 	if err != nil && tr.local.Load() {
 		err = localError{err}
 	}
