@@ -53,9 +53,15 @@ func httpResponders(b *testing.B, n int) []string {
 }
 
 func cpuTime() time.Duration {
+	user, sys := cpuTimes()
+	return user + sys
+}
+
+// cpuTimes returns this process's CPU time so far in user space and in the kernel.
+func cpuTimes() (user, sys time.Duration) {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return time.Duration(ru.Utime.Nano()), time.Duration(ru.Stime.Nano())
 }
 
 func memInUse() uint64 {

@@ -134,9 +134,18 @@ type trace struct {
 
 type traceKey struct{}
 
-func withTrace(ctx context.Context, tr *trace) context.Context {
+// withTrace returns ctx carrying tr, starting its clock. The http, https and tcp
+// probes record their phases on tr themselves; the others' libraries (websocket's
+// and prometheus's HTTP clients) report theirs through an httptrace, added for
+// them alone: it is two allocations a probe.
+func withTrace(ctx context.Context, tr *trace, typ Type) context.Context {
 	tr.clock.start = time.Now()
-	return withPhaseTrace(context.WithValue(ctx, traceKey{}, tr), tr)
+	ctx = context.WithValue(ctx, traceKey{}, tr)
+	switch typ {
+	case HTTP, HTTPS, TCP:
+		return ctx
+	}
+	return withPhaseTrace(ctx, tr)
 }
 
 // traceFrom returns ctx's trace, nil when it has none (a probe run outside the
@@ -146,19 +155,60 @@ func traceFrom(ctx context.Context) *trace {
 	return tr
 }
 
-// dial opens every probe's connection. Out of file descriptors, it gives one of
-// the reserve's back and tries once more. It notes on tr (which may be nil) a
-// failure of this process's own, so the scheduler can tell it from the endpoint's.
+// dial opens the connections of the probes that hand theirs to a library
+// (websocket, grpc, prometheus): net's own, through net.Dialer. See dialVia.
 func (tr *trace) dial(ctx context.Context, network, addr string) (net.Conn, error) {
-	// No TCP keep-alive: a probe's connection ends long before the first keep-alive
-	// would be sent, and enabling it costs four system calls a connection.
-	d := net.Dialer{KeepAlive: -1}
+	return tr.dialVia(ctx, network, addr, libraryDial)
+}
+
+// dialProbe opens the connection of an http or tcp probe to pa, connected within
+// limit (0: ctx alone bounds it). Such a probe uses its connection only as a
+// stream it writes, reads and closes: to an IP address and port, a socket of its
+// own (see streamDial), by name through net.Dialer. See dialVia.
+func (tr *trace) dialProbe(ctx context.Context, pa *probeAddr, limit time.Duration) (net.Conn, error) {
+	if pa.stream == nil {
+		if limit > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, limit)
+			defer cancel()
+		}
+		return tr.dialVia(ctx, "tcp", pa.addr, libraryDial)
+	}
+	var deadline time.Time
+	if limit > 0 {
+		deadline = time.Now().Add(limit)
+	}
+	return tr.dialVia(ctx, "tcp", pa.addr, func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return streamDial(ctx, pa.stream, deadline)
+	})
+}
+
+// probeAddr is where an http or tcp probe connects: host:port, and for an IP
+// address and port what streamDial needs, prepared once for every probe.
+type probeAddr struct {
+	addr   string
+	stream *streamTarget // nil: dialled by name with net.Dialer
+}
+
+func newProbeAddr(addr string) *probeAddr {
+	pa := &probeAddr{addr: addr}
+	if ap, err := netip.ParseAddrPort(addr); err == nil && ap.Addr().Zone() == "" && !ap.Addr().Is4In6() {
+		pa.stream = newStreamTarget(ap)
+	}
+	return pa
+}
+
+// dialVia opens a probe's connection with dial. Out of file descriptors, it gives
+// one of the reserve's back and tries once more. It notes on tr (which may be nil)
+// a failure of this process's own, so the scheduler can tell it from the
+// endpoint's.
+func (tr *trace) dialVia(ctx context.Context, network, addr string, dial func(context.Context, string, string) (net.Conn, error)) (net.Conn, error) {
 	start := time.Now()
-	c, err := dialOnce(ctx, &d, network, addr)
+	c, err := dial(ctx, network, addr)
 	out := outOfFDs(err)
 	if out && fdReserve.take() {
 		start = time.Now()
-		c, err = dialOnce(ctx, &d, network, addr)
+		c, err = dial(ctx, network, addr)
 		out = outOfFDs(err)
 	}
 	if err == nil {
@@ -170,21 +220,11 @@ func (tr *trace) dial(ctx context.Context, network, addr string) (net.Conn, erro
 	return c, err
 }
 
-// dialOnce dials addr with d. A TCP address that is an IP address and port, as most
-// targets are, is dialled as it is, without parsing it into a list of addresses to try.
-func dialOnce(ctx context.Context, d *net.Dialer, network, addr string) (net.Conn, error) {
-	if network == "tcp" {
-		if ap, err := netip.ParseAddrPort(addr); err == nil {
-			c, err := d.DialTCP(ctx, network, netip.AddrPort{}, ap)
-			if err != nil {
-				if oe, ok := err.(*net.OpError); ok {
-					oe.Source = nil // no local address was asked for: say so as DialContext does
-				}
-				return nil, err // not a nil *TCPConn in a non-nil net.Conn
-			}
-			return c, nil
-		}
-	}
+// libraryDial dials with net.Dialer, without TCP keep-alive: a probe's connection
+// ends long before the first keep-alive would be sent, and enabling it costs four
+// system calls a connection.
+func libraryDial(ctx context.Context, network, addr string) (net.Conn, error) {
+	d := net.Dialer{KeepAlive: -1}
 	return d.DialContext(ctx, network, addr)
 }
 

@@ -33,7 +33,7 @@ const (
 // connection per probe, so it controls every deadline and reads no byte it does
 // not need.
 type httpChecker struct {
-	addr    string      // host:port to dial
+	addr    *probeAddr  // host:port to dial
 	tls     *tls.Config // nil for http
 	request []byte      // the whole request, built once
 	status  [2]int
@@ -68,7 +68,7 @@ func newHTTPChecker(spec *Spec, agent string) (Checker, error) {
 	if port == "" {
 		port = defPort
 	}
-	c.addr = net.JoinHostPort(u.Hostname(), port)
+	c.addr = newProbeAddr(net.JoinHostPort(u.Hostname(), port))
 
 	// Host header, as Route 53 sends it: the name, with :port off the default port;
 	// without a name, the address in its place. A host option that carries its own
@@ -119,9 +119,7 @@ func newHTTPChecker(spec *Spec, agent string) (Checker, error) {
 // string the body within 2 s more. A set timeout bounds each phase and, through
 // ctx (the scheduler's budget), the whole probe.
 func (c *httpChecker) Check(ctx context.Context) error {
-	dctx, cancel := context.WithTimeout(ctx, c.connect)
-	conn, err := traceFrom(ctx).dial(dctx, "tcp", c.addr)
-	cancel()
+	conn, err := traceFrom(ctx).dialProbe(ctx, c.addr, c.connect)
 	if err != nil {
 		return fmt.Errorf("connect: %w", err)
 	}
@@ -147,22 +145,41 @@ func (c *httpChecker) Check(ctx context.Context) error {
 }
 
 // headReaders are the 4 KiB buffers judge reads responses through, reused: a buffer
-// each probe was most of the garbage probing makes, and every collection scans each
-// check's goroutine stack.
-var headReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4096) }}
+// each probe was most of the garbage probing makes.
+var headReaders = sync.Pool{New: func() any { return &headReader{br: bufio.NewReaderSize(nil, 4096)} }}
+
+// headReader is judge's reading state, pooled: the buffer, the bound on the bytes
+// read and, for the status-only path, the stream's first error kept (see sticky).
+type headReader struct {
+	br     *bufio.Reader
+	lim    io.LimitedReader
+	sticky stickyReader
+}
 
 // judge reads a response from r and decides the probe: the status line and
 // headers (at most maxHeaderBytes), the status range, then with a match string the
 // body, decoded, up to MatchWindow bytes (at most maxRawBody bytes read). toBody is
 // called between the headers and the body: the body's deadline.
 func (c *httpChecker) judge(r io.Reader, toBody func() error) error {
-	lim := &io.LimitedReader{R: r, N: maxHeaderBytes}
-	br := headReaders.Get().(*bufio.Reader) // nothing keeps it past judge
-	br.Reset(lim)
+	hr := headReaders.Get().(*headReader) // nothing keeps it past judge
 	defer func() {
-		br.Reset(nil)
-		headReaders.Put(br)
+		hr.br.Reset(nil)
+		hr.lim.R, hr.sticky = nil, stickyReader{}
+		headReaders.Put(hr)
 	}()
+	lim, br := &hr.lim, hr.br
+	lim.R, lim.N = r, maxHeaderBytes
+	if len(c.match) == 0 {
+		// Only the status decides: a plain head is read without net/http, and
+		// anything else by http.ReadResponse from the same bytes and errors.
+		hr.sticky.r = lim
+		br.Reset(&hr.sticky)
+		if code, ok := quickStatus(br); ok {
+			return c.judgeStatus(code)
+		}
+	} else {
+		br.Reset(lim)
+	}
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil {
 		if lim.N == 0 {
@@ -170,11 +187,8 @@ func (c *httpChecker) judge(r io.Reader, toBody func() error) error {
 		}
 		return fmt.Errorf("reading response: %w", err)
 	}
-	if resp.StatusCode < c.status[0] || resp.StatusCode > c.status[1] {
-		return fmt.Errorf("status %d outside %d-%d", resp.StatusCode, c.status[0], c.status[1])
-	}
-	if len(c.match) == 0 {
-		return nil // the body is never read: closing the connection discards it
+	if err := c.judgeStatus(resp.StatusCode); err != nil || len(c.match) == 0 {
+		return err // without a match the body is never read: closing the connection discards it
 	}
 	if err := toBody(); err != nil {
 		return err
@@ -188,6 +202,14 @@ func (c *httpChecker) judge(r io.Reader, toBody func() error) error {
 		return fmt.Errorf("reading body: %w", err)
 	}
 	return fmt.Errorf("%q not found in the first %d bytes of the body", c.match, matchWindow)
+}
+
+// judgeStatus passes a status within the check's range.
+func (c *httpChecker) judgeStatus(code int) error {
+	if code < c.status[0] || code > c.status[1] {
+		return fmt.Errorf("status %d outside %d-%d", code, c.status[0], c.status[1])
+	}
+	return nil
 }
 
 // setDeadline gives conn the deadline d from now, or ctx's deadline when that is

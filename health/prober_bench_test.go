@@ -189,7 +189,7 @@ func wait(b *testing.B, ch <-chan struct{}, d time.Duration, what string, o *pha
 // endpoints served by another process (pinned by taskset to the core in
 // HEALTHROUTE_BENCH_RESPONDER_CPU, default 1; run the benchmark itself pinned to
 // another, e.g. taskset -c 0), until b.N probes completed. It reports this process's
-// CPU time per probe, probes a second per core of it (1e9 / cpu-ns/probe), the cores
+// CPU time per probe (and its parts in user space and in the kernel), probes a second per core of it (1e9 / cpu-ns/probe), the cores
 // used, the memory each scheduled check holds, and the lag of probe starts (p99 and
 // max). 10,000 checks are 1,000 probes a second, 100,000 checks 10,000. https
 // probes, each a full TLS handshake on a new connection as Route 53's are, run at
@@ -248,16 +248,21 @@ func benchProber(b *testing.B, typ Type, checks int, addrs []string) {
 	s.Acquire(specs)
 	mem := memInUse() - min(mem0, memInUse()) // the checks scheduled, before the first probe is due
 	wait(b, obs.warm, 6*interval, "first probes", obs)
-	cpu0, wall0 := cpuTime(), time.Now()
+	user0, sys0 := cpuTimes()
+	wall0 := time.Now()
 	b.ResetTimer()
 	wait(b, obs.done, time.Duration(measured/(checks/10)+3)*interval*2, "measured probes", obs)
 	b.StopTimer()
-	cpu, wall := cpuTime()-cpu0, time.Since(wall0)
+	user, sys := cpuTimes()
+	user, sys = user-user0, sys-sys0
+	cpu, wall := user+sys, time.Since(wall0)
 	s.Stop()
 
 	probes := obs.n.Load() - obs.warmAt
 	b.ReportMetric(0, "ns/op")
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(probes), "cpu-ns/probe")
+	b.ReportMetric(float64(user.Nanoseconds())/float64(probes), "user-ns/probe")
+	b.ReportMetric(float64(sys.Nanoseconds())/float64(probes), "sys-ns/probe")
 	b.ReportMetric(float64(probes)/cpu.Seconds(), "probes/cpu-s")
 	b.ReportMetric(cpu.Seconds()/wall.Seconds(), "cores")
 	b.ReportMetric(float64(mem)/float64(checks), "B/check")

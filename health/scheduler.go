@@ -114,6 +114,7 @@ type Scheduler struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	slots  limiter
+	due    dueQueue            // the checks waiting for their next probe, by due time
 	short  bool                // the bound is below what the checks may need (warned once)
 	dirty  map[string]struct{} // fingerprints whose published status may be stale
 	all    bool                // every fingerprint is stale (Republish)
@@ -134,10 +135,11 @@ type Scheduler struct {
 
 type entry struct {
 	spec   *Spec
-	wake   chan struct{} // Replace: ask the Placer again now
 	refs   int
+	ctx    context.Context // ends when the check is released or the scheduler stopped
 	cancel context.CancelFunc
-	done   chan struct{}
+	done   chan struct{} // closed once no probe of the check runs or will run
+	turn   turn          // its place in the due queue and what its probes carry over
 	info   Info
 	window int  // results counted since the threshold window (re)started
 	flip   bool // the state flipped since then
@@ -157,6 +159,11 @@ func (s *Scheduler) Start(ctx context.Context) {
 	s.ctx, s.cancel = context.WithCancel(ctx)
 	s.resizeLocked()
 	fdReserve.fill()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.dispatch(s.ctx)
+	}()
 	for _, e := range s.checks {
 		s.startLocked(e)
 	}
@@ -202,7 +209,7 @@ func (s *Scheduler) acquire(specs []*Spec) (want uint64) {
 			e.info.Spec = sp // the status page shows the latest definition's name
 			continue
 		}
-		e := &entry{spec: sp, refs: 1, info: Info{Spec: sp}, wake: make(chan struct{}, 1)}
+		e := &entry{spec: sp, refs: 1, info: Info{Spec: sp}, turn: turn{qi: -1}}
 		s.checks[fp] = e
 		if s.restoreLocked(fp, e) {
 			want = s.markLocked(fp)
@@ -315,6 +322,7 @@ func (s *Scheduler) Release(specs []*Spec) {
 			want = s.markLocked(fp)
 			if e.cancel != nil {
 				e.cancel()
+				s.due.stop(e)
 				stopped = append(stopped, e)
 			}
 		}
@@ -365,100 +373,13 @@ func (s *Scheduler) infos() []Info {
 	return out
 }
 
-func (s *Scheduler) startLocked(e *entry) {
-	if s.ctx.Err() != nil {
-		return // stopped: Stop has waited for its goroutines, start no more
-	}
-	ctx, cancel := context.WithCancel(s.ctx)
-	e.cancel, e.done = cancel, make(chan struct{})
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		defer close(e.done)
-		s.run(ctx, e)
-	}()
-}
-
-// run probes one check until ctx ends: after a jittered start, then each interval
-// after the previous probe ended (Route 53 counts the interval from the response).
-func (s *Scheduler) run(ctx context.Context, e *entry) {
-	spec := e.spec
-	defer func() {
-		if r := recover(); r != nil {
-			log.Errorf("check %s: scheduler panicked: %v", spec.Name, r)
-		}
-	}()
-	newChecker := s.NewChecker
-	if newChecker == nil {
-		newChecker = func(sp *Spec) (Checker, error) { return NewChecker(sp, UserAgent("")) }
-	}
-	checker, err := newChecker(spec)
-	if err != nil {
-		// The definition cannot be probed: fail every probe, saying why, so the check
-		// goes down and the status page shows the reason.
-		log.Errorf("check %s: %v", spec.Name, err)
-		checker = CheckFunc(func(context.Context) error { return err })
-	}
-	interval := effectiveInterval(spec)
-	t := time.NewTimer(s.jitter(interval))
-	defer t.Stop()
-	// How long the previous probe held its slot; before the first, the most it can,
-	// so that an endpoint not yet known waits behind those known to answer quickly.
-	last := budget(spec)
-	here := true // placed here at the last ask (see Placer)
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if here = s.placed(spec); !here {
-				t.Reset(interval)
-				continue
-			}
-		case <-e.wake:
-			// Placed elsewhere until now: probe at once if placed here now.
-			if here || !s.placed(spec) {
-				continue
-			}
-			here = true
-			t.Stop()
-		}
-		due := time.Now()
-		if s.slots.acquire(ctx, due, waitKey(due, last)) != nil {
-			return
-		}
-		lag := time.Since(due)
-		s.started(e, lag)
-		took, ph, err := s.probe(ctx, checker, spec)
-		s.slots.release()
-		last = took
-		fdReserve.fill()
-		if ctx.Err() != nil {
-			return
-		}
-		// The next probe is due one interval after this one ended, however long
-		// recording it takes (a publication can wait for others).
-		t.Reset(interval)
-		if err != nil && isLocal(err) {
-			s.skipped(e, err)
-		} else {
-			s.record(e, err, took, ph)
-		}
-	}
-}
-
 // Replace tells the scheduler that its Placer may place checks differently now
 // (fleet members came or went): the checks not probed here ask it again at once,
 // so that a new checker starts without waiting for its next due time.
 func (s *Scheduler) Replace() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, e := range s.checks {
-		select {
-		case e.wake <- struct{}{}:
-		default:
-		}
-	}
+	s.due.wakeAll(time.Now())
 }
 
 // placed reports whether this instance probes spec now: always, unless the
@@ -558,7 +479,7 @@ func (s *Scheduler) probe(ctx context.Context, c Checker, spec *Spec) (took time
 		took = time.Since(start)
 		ph = tr.clock.phases(took)
 	}()
-	err = c.Check(withTrace(ctx, tr))
+	err = c.Check(withTrace(ctx, tr, spec.Type))
 	if err != nil && tr.local.Load() {
 		err = localError{err}
 	}

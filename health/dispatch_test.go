@@ -1,0 +1,54 @@
+package health
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// TestSchedulerIdleChecksHoldNoGoroutine: checks waiting for their next probe hold
+// no goroutine (the scheduler's dispatcher is one for them all), every check is
+// still probed once an interval, and releasing them leaves no goroutine behind.
+func TestSchedulerIdleChecksHoldNoGoroutine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const checks = 500
+		var probes, started atomic.Int64
+		s := &Scheduler{
+			// First probes spread strictly inside the first interval, so that
+			// exactly one probe of each falls in it.
+			Jitter: func(interval time.Duration) time.Duration {
+				return time.Duration(started.Add(1)) * interval / (checks + 1)
+			},
+			NewChecker: func(*Spec) (Checker, error) {
+				return CheckFunc(func(context.Context) error { probes.Add(1); return nil }), nil
+			},
+		}
+		specs := make([]*Spec, checks)
+		for i := range specs {
+			specs[i] = testSpec(fmt.Sprint(i), 10*time.Second, 1, 1)
+		}
+		before := runtime.NumGoroutine()
+		s.Start(context.Background())
+		defer s.Stop()
+		s.Acquire(specs)
+		synctest.Wait()
+		if n := runtime.NumGoroutine() - before; n > 2 {
+			t.Errorf("%d checks scheduled: %d more goroutines; want the dispatcher alone", checks, n)
+		}
+		advance(10 * time.Second)
+		if n := probes.Load(); n != checks {
+			t.Errorf("after one interval: %d probes; want one each of %d checks", n, checks)
+		}
+		if n := runtime.NumGoroutine() - before; n > 2 {
+			t.Errorf("between probes: %d more goroutines; want the dispatcher alone", n)
+		}
+		s.Release(specs)
+		if n := s.running(); n != 0 {
+			t.Errorf("%d checks after releasing all", n)
+		}
+	})
+}
