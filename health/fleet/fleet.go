@@ -162,7 +162,7 @@ type Fleet struct {
 	queue   *memberlist.TransmitLimitedQueue
 	kick    chan struct{}
 	jobs    chan job
-	directs chan []byte // own changes to send straight to every member (direct)
+	directs chan *bcast // own changes to send straight to every member (direct)
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	stopped bool
@@ -175,6 +175,9 @@ type ownReport struct {
 	observed time.Time     // last local probe
 	gap      time.Duration // the longer of the last two gaps between local probes
 	lastGap  time.Duration // the last one
+	reason   string        // the last failed probe's reason (shortReason), kept once probes pass
+	sent     uint64        // seq whose change went in a message of its own (setOwnLocked)
+	told     uint64        // seq whose change was announced again with the reason (Probed)
 }
 
 type peer struct {
@@ -202,6 +205,7 @@ type report struct {
 	seq    uint64
 	wake   uint64    // the member's wake count when this report was last confirmed
 	probed time.Time // when the member probed it, on this member's clock: receipt minus its age
+	reason string    // the member's last failure reason of the check, "" when none arrived
 }
 
 type lostMember struct {
@@ -257,7 +261,7 @@ func New(cfg Config) (*Fleet, error) {
 		meta: map[string]memberMeta{}, placed: map[string]*placement{}, placeGen: 1,
 		short: map[string]bool{}, origin: map[string]string{},
 		pushed: map[string]time.Time{}, logs: newRateLog(),
-		kick: make(chan struct{}, 1), jobs: make(chan job, 64), directs: make(chan []byte, 64),
+		kick: make(chan struct{}, 1), jobs: make(chan job, 64), directs: make(chan *bcast, 64),
 	}
 	f.queue = &memberlist.TransmitLimitedQueue{NumNodes: f.numNodes, RetransmitMult: 3}
 	return f, nil
