@@ -108,7 +108,7 @@ func (f *Fleet) deltaLocked(p *peer, h header, r *reader, b []byte, relay bool, 
 		return
 	}
 	stored, confirmed := f.applyLocked(p, e, h.wake, now)
-	told := f.reasonsLocked(p, r.extensions())
+	told := f.reasonsLocked(p, r.extensions(), []entry{e})
 	if !stored && !confirmed {
 		if relay && told {
 			m.out = &bcast{key: deltaKey(h.name, e.id), msg: slices.Clone(b)}
@@ -172,7 +172,7 @@ func (f *Fleet) stateLocked(p *peer, h header, r *reader, now time.Time, m *hand
 		return
 	}
 	n, confirmed := f.mergeLocked(p, h.seq, es, h.wake, now)
-	f.reasonsLocked(p, r.extensions())
+	f.reasonsLocked(p, r.extensions(), es)
 	reportsReceived.Add(float64(n))
 	p.heard = now
 	m.changed = m.changed || n > 0 || confirmed
@@ -279,13 +279,23 @@ func (f *Fleet) stateMsg() []byte {
 // reports that say down, up to about 128 KB.
 const maxStateReasons = 1024
 
-// reasonsLocked stores the failure reasons a message of p carried on the reports p
-// holds; it reports whether any changed.
-func (f *Fleet) reasonsLocked(p *peer, rs []reason) bool {
+// reasonsLocked stores the failure reasons a message of p carried, with its
+// entries es, on the reports p holds at the sequence the message gave them (a
+// reason arriving late does not replace a newer one); it reports whether any changed.
+func (f *Fleet) reasonsLocked(p *peer, rs []reason, es []entry) bool {
+	if len(rs) == 0 {
+		return false
+	}
+	seqs := make(map[uint64]uint64, len(es))
+	for _, e := range es {
+		seqs[e.id] = e.seq
+	}
 	changed := false
 	for _, x := range rs {
-		if r, ok := p.reports[x.id]; ok && r.reason != x.text {
-			r.reason = strings.ToValidUTF8(x.text, "?")
+		seq, sent := seqs[x.id]
+		text := strings.ToValidUTF8(x.text, "?")
+		if r, ok := p.reports[x.id]; ok && sent && r.seq == seq && r.reason != text {
+			r.reason = text
 			p.reports[x.id] = r
 			changed = true
 		}

@@ -113,6 +113,10 @@ func TestReasonTravels(t *testing.T) {
 	if v := dst.View("fp"); len(v.Reports) != 1 || v.Reports[0].Down || v.Reports[0].Reason != got {
 		t.Fatalf("after the peer's report went up: %+v, want it up with reason %q", v.Reports, got)
 	}
+	dst.handle(msgs[0], true) // the first reason again, late: the report it came with is older
+	if late, _ := reasonOf(dst, "fp", "peer"); late != got {
+		t.Fatalf("a late reason of an older report replaced the last one: %q, want %q", late, got)
+	}
 	if own, _ := reasonOf(src, "fp", "peer"); own != got {
 		t.Fatalf("the member's own row: reason %q, want %q", own, got)
 	}
