@@ -142,6 +142,7 @@ type Fleet struct {
 	ran      time.Time                  // when the fleet last ran (see stall)
 	restart  map[uint64]struct{}        // own reports marked stale, until OnStale has restarted their windows
 	beats    uint64                     // beats sent
+	swept    time.Time                  // when decisions and placements not asked for were last looked for (tick)
 	recent   map[uint64]uint64          // own reports changed lately: id -> beats when it changed (see beatMsg)
 
 	meta      map[string]memberMeta // region and role of the members memberlist told of
@@ -422,13 +423,17 @@ func (f *Fleet) tick() {
 	f.deltas, f.directed = 0, 0
 	outs, changed := f.ageOwnLocked(now)
 	changed = f.agePeersLocked(now) || changed
-	forget := 10 * f.cfg.Stale
-	for fp, d := range f.last {
-		if now.Sub(d.used) > forget {
-			delete(f.last, fp)
+	if forget := 10 * f.cfg.Stale; now.Sub(f.swept) >= f.cfg.Stale {
+		// What is forgotten after 10 stale bounds is looked for once a stale
+		// bound, not every beat: each sweep visits every check.
+		f.swept = now
+		for fp, d := range f.last {
+			if now.Sub(d.used) > forget {
+				delete(f.last, fp)
+			}
 		}
+		f.forgetPlacementsLocked(now, forget)
 	}
-	f.forgetPlacementsLocked(now, forget)
 	for name, l := range f.lost {
 		if now.Sub(l.since) > 24*time.Hour {
 			delete(f.lost, name)

@@ -416,13 +416,15 @@ func BenchmarkSimulationPlacement(b *testing.B) {
 // (go test -run X -bench SimulationPlacementChecks -benchtime 1x -timeout 60m ./health/fleet/).
 func BenchmarkSimulationPlacementChecks(b *testing.B) {
 	for _, z := range []simSize{
+		{members: 20, checks: 20_000, checkers: 3},
+		{members: 20, checks: 20_000, checkers: 0},
 		{members: 20, checks: 100_000, checkers: 3},
 		{members: 20, checks: 100_000, checkers: 0},
 	} {
-		z.interval, z.stride = 30*time.Second, 20
+		z.interval, z.stride = 30*time.Second, max(z.checks/5000, 1)
 		b.Run(fmt.Sprintf("%dx%d/checkers=%d", z.members, z.checks, z.checkers), func(b *testing.B) {
 			for range b.N {
-				reportSim(b, placementSim(b, z, 10*time.Minute))
+				reportSim(b, placementSim(b, z, 5*time.Minute))
 			}
 		})
 	}
