@@ -418,6 +418,7 @@ func BenchmarkSimulationPlacementChecks(b *testing.B) {
 	for _, z := range []simSize{
 		{members: 20, checks: 20_000, checkers: 3},
 		{members: 20, checks: 20_000, checkers: 0},
+		{members: 20, checks: 50_000, checkers: 3},
 		{members: 20, checks: 100_000, checkers: 3},
 		{members: 20, checks: 100_000, checkers: 0},
 	} {
