@@ -2,6 +2,7 @@ package healthroute
 
 import (
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/coredns/coredns/plugin"
@@ -10,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/healthroute/healthroute/health"
+	"github.com/healthroute/healthroute/health/fleet"
 )
 
 // Metrics. Check metrics carry `check` and no `server`: probing is process-wide.
@@ -78,10 +80,16 @@ func schedulerGauge[T int | float64](name, help string, read func(*health.Schedu
 	})
 }
 
-// probeObserver feeds the check metrics from the scheduler.
-type probeObserver struct{}
+// probeObserver feeds the check metrics from the scheduler, and tells the running
+// fleet member, when fl holds one, each probe's failure reason.
+type probeObserver struct{ fl *atomic.Pointer[fleet.Fleet] }
 
-func (probeObserver) Probed(spec *health.Spec, err error, took time.Duration) {
+func (o probeObserver) Probed(spec *health.Spec, err error, took time.Duration) {
+	if o.fl != nil {
+		if f := o.fl.Load(); f != nil {
+			f.Probed(spec.Fingerprint(), err)
+		}
+	}
 	result := "pass"
 	switch {
 	case errors.Is(err, health.ErrNoData):

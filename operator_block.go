@@ -163,9 +163,11 @@ func (h *HealthRoute) Generation() uint64 {
 	return 0
 }
 
-// ownError puts this instance's last failure reason on its own row of the fleet view.
+// ownError puts this instance's current failure reason, in full, on its own row of
+// the fleet view (the fleet holds it cut to fleet.MaxReason bytes, and keeps it once
+// probes pass).
 func ownError(fv *view.Fleet, err string) {
-	if fv == nil {
+	if fv == nil || err == "" {
 		return
 	}
 	for i := range fv.Members {
@@ -194,7 +196,7 @@ func fleetView(v fleet.View) *view.Fleet {
 	}
 	for _, r := range v.Reports {
 		fv.Members = append(fv.Members, view.FleetMember{Member: r.Member, Self: r.Self, Checker: r.Checker, Region: r.Region, Address: r.Addr, Reachable: r.Reachable,
-			Counted: r.Counted, NoVerdict: r.Pending, Down: r.Down, Seq: r.Seq, Observed: r.Observed, Heard: r.Heard})
+			Counted: r.Counted, NoVerdict: r.Pending, Down: r.Down, Seq: r.Seq, Observed: r.Observed, Heard: r.Heard, Error: r.Reason})
 	}
 	return fv
 }

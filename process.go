@@ -65,9 +65,9 @@ func (r *registry) acquire(cfg *blockConfig) *health.Scheduler {
 	defer r.mu.Unlock()
 	if r.refs == 0 {
 		agent := health.UserAgent("")
-		r.sched = &health.Scheduler{Observer: probeObserver{},
-			NewChecker: func(s *health.Spec) (health.Checker, error) { return health.NewChecker(s, agent) }}
+		r.sched = &health.Scheduler{NewChecker: func(s *health.Spec) (health.Checker, error) { return health.NewChecker(s, agent) }}
 		r.hist = &historyKeeper{sched: r.sched}
+		r.sched.Observer = probeObserver{fl: &r.hist.fl} // before Start: the fleet learns each failure's reason
 		if cfg.Fleet != nil {
 			if r.fl = startFleet(cfg.Fleet, r.sched); r.fl != nil {
 				agent = health.UserAgent(r.fl.Name()) // probes say which checker sent them

@@ -54,7 +54,7 @@ type FleetMember struct {
 	Checker   bool      `json:"checker"`           // one of the check's checkers now: only their reports count
 	Region    string    `json:"region,omitempty"`  // the member's region
 	Address   string    `json:"address,omitempty"` // its gossip address, while reachable
-	Error     string    `json:"error,omitempty"`   // this instance's last failure reason (its own row only: reasons are not gossiped)
+	Error     string    `json:"error,omitempty"`   // the member's last failure reason of the check (at most 120 bytes from other members)
 	Reachable bool      `json:"reachable"`
 	Counted   bool      `json:"counted"`
 	NoVerdict bool      `json:"no_verdict,omitempty"` // its threshold window has not completed since it started or stalled: counted nowhere

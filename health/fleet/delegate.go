@@ -9,8 +9,9 @@ import (
 
 // bcast is a queued broadcast; a newer one with the same key replaces it.
 type bcast struct {
-	key string
-	msg []byte
+	key    string
+	msg    []byte
+	reason bool // a change resent with its failure reason: sent straight only in place of the change (direct)
 }
 
 func (b *bcast) Invalidates(o memberlist.Broadcast) bool {

@@ -142,6 +142,7 @@ type Fleet struct {
 	ran      time.Time                  // when the fleet last ran (see stall)
 	restart  map[uint64]struct{}        // own reports marked stale, until OnStale has restarted their windows
 	beats    uint64                     // beats sent
+	swept    time.Time                  // when decisions and placements not asked for were last looked for (tick)
 	recent   map[uint64]uint64          // own reports changed lately: id -> beats when it changed (see beatMsg)
 
 	meta      map[string]memberMeta // region and role of the members memberlist told of
@@ -162,7 +163,7 @@ type Fleet struct {
 	queue   *memberlist.TransmitLimitedQueue
 	kick    chan struct{}
 	jobs    chan job
-	directs chan []byte // own changes to send straight to every member (direct)
+	directs chan *bcast // own changes to send straight to every member (direct)
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	stopped bool
@@ -175,6 +176,9 @@ type ownReport struct {
 	observed time.Time     // last local probe
 	gap      time.Duration // the longer of the last two gaps between local probes
 	lastGap  time.Duration // the last one
+	reason   string        // the last failed probe's reason (shortReason), kept once probes pass
+	sent     uint64        // seq whose change went in a message of its own (setOwnLocked)
+	told     uint64        // seq whose change was announced again with the reason (Probed)
 }
 
 type peer struct {
@@ -202,6 +206,7 @@ type report struct {
 	seq    uint64
 	wake   uint64    // the member's wake count when this report was last confirmed
 	probed time.Time // when the member probed it, on this member's clock: receipt minus its age
+	reason string    // the member's last failure reason of the check, "" when none arrived
 }
 
 type lostMember struct {
@@ -257,7 +262,7 @@ func New(cfg Config) (*Fleet, error) {
 		meta: map[string]memberMeta{}, placed: map[string]*placement{}, placeGen: 1,
 		short: map[string]bool{}, origin: map[string]string{},
 		pushed: map[string]time.Time{}, logs: newRateLog(),
-		kick: make(chan struct{}, 1), jobs: make(chan job, 64), directs: make(chan []byte, 64),
+		kick: make(chan struct{}, 1), jobs: make(chan job, 64), directs: make(chan *bcast, 64),
 	}
 	f.queue = &memberlist.TransmitLimitedQueue{NumNodes: f.numNodes, RetransmitMult: 3}
 	return f, nil
@@ -418,13 +423,17 @@ func (f *Fleet) tick() {
 	f.deltas, f.directed = 0, 0
 	outs, changed := f.ageOwnLocked(now)
 	changed = f.agePeersLocked(now) || changed
-	forget := 10 * f.cfg.Stale
-	for fp, d := range f.last {
-		if now.Sub(d.used) > forget {
-			delete(f.last, fp)
+	if forget := 10 * f.cfg.Stale; now.Sub(f.swept) >= f.cfg.Stale {
+		// What is forgotten after 10 stale bounds is looked for once a stale
+		// bound, not every beat: each sweep visits every check.
+		f.swept = now
+		for fp, d := range f.last {
+			if now.Sub(d.used) > forget {
+				delete(f.last, fp)
+			}
 		}
+		f.forgetPlacementsLocked(now, forget)
 	}
-	f.forgetPlacementsLocked(now, forget)
 	for name, l := range f.lost {
 		if now.Sub(l.since) > 24*time.Hour {
 			delete(f.lost, name)

@@ -195,6 +195,7 @@ type member struct {
 	onChecks        func([]string)
 	onChange        func()
 	onStale         func([]string)
+	onMoved         func(f *Fleet)   // nil: none; told which member the placement moved on
 	clock           func() time.Time // nil: time.Now (a test that freezes a member's time sets it)
 	wall            func() time.Time // nil: time.Now (a test that sets a member's clock off sets it)
 	region          string
@@ -225,6 +226,9 @@ func start(t testing.TB, n *netsim, m member) *Fleet {
 		t.Fatal(err)
 	}
 	f.OnChecks, f.OnChange, f.OnStale = m.onChecks, m.onChange, m.onStale
+	if m.onMoved != nil {
+		f.OnMoved = func() { m.onMoved(f) }
+	}
 	if m.clock != nil {
 		f.now = m.clock
 	}

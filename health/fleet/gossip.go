@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/memberlist"
@@ -107,7 +108,11 @@ func (f *Fleet) deltaLocked(p *peer, h header, r *reader, b []byte, relay bool, 
 		return
 	}
 	stored, confirmed := f.applyLocked(p, e, h.wake, now)
+	told := f.reasonsLocked(p, r.extensions(), []entry{e})
 	if !stored && !confirmed {
+		if relay && told {
+			m.out = &bcast{key: deltaKey(h.name, e.id), msg: slices.Clone(b)}
+		}
 		return
 	}
 	reportsReceived.Inc()
@@ -167,6 +172,7 @@ func (f *Fleet) stateLocked(p *peer, h header, r *reader, now time.Time, m *hand
 		return
 	}
 	n, confirmed := f.mergeLocked(p, h.seq, es, h.wake, now)
+	f.reasonsLocked(p, r.extensions(), es)
 	reportsReceived.Add(float64(n))
 	p.heard = now
 	m.changed = m.changed || n > 0 || confirmed
@@ -221,7 +227,7 @@ func (f *Fleet) applyLocked(p *peer, e entry, wake uint64, now time.Time) (store
 	if ok {
 		p.digest -= mix(e.id, old.flags)
 	}
-	p.reports[e.id] = report{flags: e.flags, seq: e.seq, wake: wake, probed: probed}
+	p.reports[e.id] = report{flags: e.flags, seq: e.seq, wake: wake, probed: probed, reason: old.reason}
 	p.digest += mix(e.id, e.flags)
 	p.seq = max(p.seq, e.seq)
 	return true, false
@@ -259,10 +265,42 @@ func (f *Fleet) stateMsg() []byte {
 	f.stallLocked(now)
 	b := appendHeader(make([]byte, 0, 40+len(f.own)*14), f.headerLocked(msgState, now))
 	b = appendUvarint(b, uint64(len(f.own)))
+	var rs []reason
 	for id, r := range f.own {
 		b = appendEntry(b, entry{id: id, flags: r.flags, seq: r.seq, age: uint64(max(now.Sub(r.observed).Milliseconds(), 0))})
+		if r.reason != "" && r.flags&flagDown != 0 && len(rs) < maxStateReasons {
+			rs = append(rs, reason{id: id, text: r.reason})
+		}
 	}
-	return b
+	return appendReasons(b, rs)
+}
+
+// maxStateReasons bounds the failure reasons a full report set carries: those of
+// reports that say down, up to about 128 KB.
+const maxStateReasons = 1024
+
+// reasonsLocked stores the failure reasons a message of p carried, with its
+// entries es, on the reports p holds at the sequence the message gave them (a
+// reason arriving late does not replace a newer one); it reports whether any changed.
+func (f *Fleet) reasonsLocked(p *peer, rs []reason, es []entry) bool {
+	if len(rs) == 0 {
+		return false
+	}
+	seqs := make(map[uint64]uint64, len(es))
+	for _, e := range es {
+		seqs[e.id] = e.seq
+	}
+	changed := false
+	for _, x := range rs {
+		seq, sent := seqs[x.id]
+		text := strings.ToValidUTF8(x.text, "?")
+		if r, ok := p.reports[x.id]; ok && sent && r.seq == seq && r.reason != text {
+			r.reason = text
+			p.reports[x.id] = r
+			changed = true
+		}
+	}
+	return changed
 }
 
 func (f *Fleet) pullMsg() []byte {
@@ -346,15 +384,17 @@ func (f *Fleet) direct(b *bcast) {
 	if b == nil || b.msg == nil {
 		return
 	}
-	f.mu.Lock()
-	ok := f.directed < maxDirect
-	f.directed++
-	f.mu.Unlock()
-	if !ok {
-		return
+	if !b.reason { // a reason takes the place of its change: no budget of its own
+		f.mu.Lock()
+		ok := f.directed < maxDirect
+		f.directed++
+		f.mu.Unlock()
+		if !ok {
+			return
+		}
 	}
 	select {
-	case f.directs <- b.msg:
+	case f.directs <- b:
 	default:
 	}
 }
@@ -362,6 +402,7 @@ func (f *Fleet) direct(b *bcast) {
 // directSender sends what direct queued, directSends times each.
 func (f *Fleet) directSender(ctx context.Context) {
 	type resend struct {
+		key  string
 		msg  []byte
 		left int
 	}
@@ -372,9 +413,18 @@ func (f *Fleet) directSender(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case msg := <-f.directs:
-			f.sendToAll(msg)
-			again = append(again, resend{msg: msg, left: directSends - 1})
+		case b := <-f.directs:
+			// A change's reason (reasonMsg) replaces the change it follows in
+			// the sends left, rather than adding sends of its own.
+			if k := slices.IndexFunc(again, func(r resend) bool { return r.key == b.key }); k >= 0 {
+				again[k].msg = b.msg
+				continue
+			}
+			if b.reason {
+				continue
+			}
+			f.sendToAll(b.msg)
+			again = append(again, resend{key: b.key, msg: b.msg, left: directSends - 1})
 		case <-tick.C:
 			kept := again[:0]
 			for _, r := range again {

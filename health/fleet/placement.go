@@ -228,8 +228,12 @@ func (f *Fleet) placeLocked(fp, name string, w want) *placement {
 	}
 	if w.n == 0 && len(w.regions) == 0 && len(cands) > LargeFleet && !f.warnedAll {
 		f.warnedAll = true
-		log.Warningf("fleet: %d members each probe check %s (and any other without checkers or regions): its endpoint gets %d probes an interval; give such checks a number of checkers (docs/fleet.md, Placement)",
-			len(cands), name, len(cands))
+		where := "check " + name
+		if o := f.origin[fp]; o != "" {
+			where = o + ": " + where
+		}
+		log.Warningf("%s: fleet: %d members each probe it (and any other check without checkers or regions): its endpoint gets %d probes an interval; give such checks a number of checkers (docs/fleet.md, Placement)",
+			where, len(cands), len(cands))
 	}
 	f.warnShortLocked(fp, name, w, len(checkers))
 	self := slices.Contains(checkers, f.cfg.Name)

@@ -45,6 +45,41 @@ func (f *Fleet) Local(fp string, st health.Status) {
 	f.direct(b)
 }
 
+// Probed is told the result of each of this member's probes of fp, after Local:
+// err is the failure (nil: the probe passed). The failure's reason, cut to
+// MaxReason bytes, becomes this member's last failure reason of fp, which the others
+// show in their per-checker view. A report that turned down is announced again with
+// its reason (in place of the change, never as well: see direct), once per change;
+// a reason that changes while the report stays down travels with the next full
+// report set, as does the reason of a change that went without a message of its
+// own (past maxDeltas a beat). A passing probe keeps the last failure reason, as Route 53 does.
+func (f *Fleet) Probed(fp string, err error) {
+	if err == nil {
+		return
+	}
+	text := shortReason(err.Error())
+	now := f.now()
+	id := shortID(fp)
+	f.mu.Lock()
+	r := f.own[id]
+	if r == nil {
+		f.mu.Unlock()
+		return // Local was not told of this probe (no result yet)
+	}
+	r.reason = text
+	var b *bcast
+	if r.flags&flagDown != 0 && r.sent == r.seq && r.told != r.seq {
+		r.told = r.seq
+		h := f.headerLocked(msgDelta, now)
+		age := uint64(max(now.Sub(r.observed).Milliseconds(), 0))
+		msg := appendEntry(appendHeader(nil, h), entry{id: id, flags: r.flags, seq: r.seq, age: age})
+		b = &bcast{key: deltaKey(f.cfg.Name, id), msg: appendReasons(msg, []reason{{id: id, text: text}}), reason: true}
+	}
+	f.mu.Unlock()
+	f.broadcast(b)
+	f.direct(b)
+}
+
 func flagsOf(down bool) byte {
 	if down {
 		return flagDown
@@ -66,6 +101,7 @@ func (f *Fleet) setOwnLocked(id uint64, r *ownReport, flags byte, now time.Time,
 		return nil
 	}
 	f.deltas++
+	r.sent = r.seq
 	h := f.headerLocked(msgDelta, now)
 	age := uint64(max(now.Sub(r.observed).Milliseconds(), 0))
 	return &bcast{key: deltaKey(f.cfg.Name, id), msg: appendEntry(appendHeader(nil, h), entry{id: id, flags: flags, seq: r.seq, age: age})}
@@ -148,7 +184,7 @@ func (f *Fleet) tallyLocked(fp string, now time.Time, each func(memberReport)) (
 		if each != nil {
 			each(memberReport{Member: f.cfg.Name, Self: true, Reachable: true, Checker: checker, Counted: counted,
 				Down: r.flags&flagDown != 0, Stale: !counted, Pending: r.flags&flagPending != 0,
-				Seq: r.seq, Observed: r.observed, Heard: r.observed})
+				Seq: r.seq, Observed: r.observed, Heard: r.observed, Reason: r.reason})
 		}
 	}
 	for name, p := range f.peers {
@@ -162,7 +198,7 @@ func (f *Fleet) tallyLocked(fp string, now time.Time, each func(memberReport)) (
 		add(counted, r.flags)
 		if each != nil {
 			each(memberReport{Member: name, Reachable: reachable, Checker: checker, Counted: counted, Down: r.flags&flagDown != 0,
-				Stale: !counted, Pending: r.flags&flagPending != 0, Seq: r.seq, Observed: r.probed, Heard: p.heard})
+				Stale: !counted, Pending: r.flags&flagPending != 0, Seq: r.seq, Observed: r.probed, Heard: p.heard, Reason: r.reason})
 		}
 	}
 	return healthy, total
@@ -207,6 +243,7 @@ type memberReport struct {
 	Seq       uint64    // the member's sequence number of this report
 	Observed  time.Time // the member's last probe of the check known here, on this instance's clock
 	Heard     time.Time // when this instance last heard from the member
+	Reason    string    // the member's last failure reason of the check (at most MaxReason bytes), "" when none is known here
 }
 
 // View is the quorum arithmetic of one check on this instance, for the status page.

@@ -1,8 +1,11 @@
 package fleet
 
 import (
+	"errors"
 	"fmt"
+	"runtime"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -116,6 +119,7 @@ type simFigures struct {
 	probes         float64       // probes per second, all members together, steady state
 	held           int           // own reports held per member (mean), steady state
 	moves          float64       // reassignments per second, all members together, steady state
+	heapPerMember  float64       // bytes of heap in use per member (the whole process's, divided), steady state
 }
 
 // counterValue reads a counter of this package.
@@ -127,28 +131,46 @@ func counterValue(c prometheus.Counter) float64 {
 	return m.GetCounter().GetValue()
 }
 
-// placementSim runs members (regions a, b, c in turn) at the timers users get with
-// checks each placed on checkers members (0: every member), each probed every
-// second by its checkers as a scheduler would (check j is down when j%7 == 0):
-// the time until every member agrees on every check's checkers and decision from
-// a cold start, the steady state's gossip bytes and CPU, and the time until the
-// members left agree again after 10% of them crash (no leave message).
-func placementSim(tb testing.TB, members, checks, checkers int, within time.Duration) simFigures {
+// simSize is a fleet simulation's size: members, checks on checkers each (0: every
+// member), each probed every interval (whole seconds), and stride: agreement is
+// checked on every stride-th check (1: all), so that a poll of a large fleet costs
+// less CPU than the fleet itself.
+type simSize struct {
+	members, checks, checkers int
+	interval                  time.Duration
+	stride                    int
+}
+
+func (z simSize) String() string {
+	return fmt.Sprintf("%d members, %d checks, checkers %d, interval %s", z.members, z.checks, z.checkers, z.interval)
+}
+
+// placementSim runs z.members (regions a, b, c in turn) at the timers users get,
+// each check probed every z.interval by its checkers as a scheduler would (at a
+// uniform offset in the interval, and at once on a member that becomes a checker;
+// check j is down when j%7 == 0): the time until every member agrees on every
+// check's checkers and decision from a cold start, the steady state's gossip bytes,
+// CPU and heap over one interval (at least 5 s), and the time until the members
+// left agree again after 10% of them crash (no leave message).
+func placementSim(tb testing.TB, z simSize, within time.Duration) simFigures {
 	n := &netsim{}
-	ms := cluster(tb, n, members, member{regions: []string{"a", "b", "c"}})
-	specs := make([]*health.Spec, checks)
+	moved := &movedSet{m: map[*Fleet]bool{}}
+	ms := cluster(tb, n, z.members, member{regions: []string{"a", "b", "c"}, onMoved: moved.add})
+	specs := make([]*health.Spec, z.checks)
 	for j := range specs {
 		specs[j] = &health.Spec{Name: fmt.Sprintf("c%d", j), Type: health.HTTP, Target: fmt.Sprintf("http://192.0.2.1/%d", j),
-			Interval: time.Second, Checkers: checkers}
+			Interval: z.interval, Checkers: z.checkers}
 		specs[j].Seal()
 	}
 	down := func(j int) bool { return j%7 == 0 }
 	crashed := map[string]bool{} // written before live moves on
 	var live atomic.Pointer[[]*Fleet]
 	live.Store(&ms)
-	probes, stop := driveProbes(&live, specs, down)
+	probes, stop := driveProbes(&live, specs, down, int(max(z.interval/time.Second, 1)), moved)
 	defer stop()
-	agree := func(placedOnly bool) bool { return simAgree(*live.Load(), specs, checkers, crashed, down, placedOnly) }
+	agree := func(placedOnly bool) bool {
+		return simAgree(*live.Load(), specs, z.checkers, crashed, down, placedOnly, max(z.stride, 1))
+	}
 	// Polls are spaced 200 ms apart: a poll of every member's view of every check
 	// costs CPU the simulation needs.
 	until := func(start time.Time, placedOnly bool, what string) time.Duration {
@@ -158,7 +180,7 @@ func placementSim(tb testing.TB, members, checks, checkers int, within time.Dura
 			if time.Since(start) > within {
 				// Not fatal: the figures measured so far are worth having; the
 				// caller compares the time with its bound.
-				tb.Errorf("%d members, %d checks, checkers %d: not within %s: %s", members, checks, checkers, within, what)
+				tb.Errorf("%s: not within %s: %s", z, within, what)
 				return time.Since(start)
 			}
 			<-tick.C
@@ -167,21 +189,7 @@ func placementSim(tb testing.TB, members, checks, checkers int, within time.Dura
 	}
 	var f simFigures
 	f.boot = until(time.Now(), false, "every member agrees after a cold start")
-
-	base, cpu0, p0, r0, start := n.bytes.Load(), cpuTime(), probes.Load(), counterValue(reassignments), time.Now()
-	window := time.NewTimer(5 * time.Second) // a measuring window, not a wait for an event
-	<-window.C
-	el := time.Since(start).Seconds()
-	f.bytesPerMember = float64(n.bytes.Load()-base) / el / float64(members)
-	f.cpuPerMember = (cpuTime() - cpu0).Seconds() / el / float64(members)
-	f.probes = float64(probes.Load()-p0) / el
-	f.moves = (counterValue(reassignments) - r0) / el
-	for _, m := range ms {
-		m.mu.Lock()
-		f.held += len(m.own)
-		m.mu.Unlock()
-	}
-	f.held /= members
+	f.steady(n, probes, ms, max(5*time.Second, z.interval))
 
 	var left []*Fleet
 	for i, m := range ms {
@@ -196,28 +204,90 @@ func placementSim(tb testing.TB, members, checks, checkers int, within time.Dura
 	crashedAt := time.Now()
 	f.replaced = until(crashedAt, true, "the members left agree on new checkers after 10% crashed")
 	f.recovery = until(crashedAt, false, "the members left agree after 10% crashed")
-	tb.Logf("%d members, %d checks, checkers %d: cold start agreed in %s; steady: %.0f gossip bytes/s per member, %.4f CPU s/s per member, %.0f probes/s, %d own reports per member, %.1f reassignments/s; after 10%% crashed, agreed on checkers in %s and on decisions from their fresh reports in %s",
-		members, checks, checkers, f.boot.Round(time.Millisecond), f.bytesPerMember, f.cpuPerMember, f.probes, f.held, f.moves, f.replaced.Round(time.Millisecond), f.recovery.Round(time.Millisecond))
+	tb.Logf("%s: cold start agreed in %s; steady: %.0f gossip bytes/s per member, %.4f CPU s/s per member, %.1f MB heap per member, %.0f probes/s, %d own reports per member, %.1f reassignments/s; after 10%% crashed, agreed on checkers in %s and on decisions from their fresh reports in %s",
+		z, f.boot.Round(time.Millisecond), f.bytesPerMember, f.cpuPerMember, f.heapPerMember/1e6, f.probes, f.held, f.moves, f.replaced.Round(time.Millisecond), f.recovery.Round(time.Millisecond))
 	return f
 }
 
-// driveProbes probes specs every second on each live member that is one of their
-// checkers, as its scheduler would (check j's result is down(j)), counting the
-// probes, until stop is called.
-func driveProbes(live *atomic.Pointer[[]*Fleet], specs []*health.Spec, down func(int) bool) (probes *atomic.Int64, stop func()) {
+// steady measures the steady state of ms over a window of d: a measuring window,
+// not a wait for an event.
+func (f *simFigures) steady(n *netsim, probes *atomic.Int64, ms []*Fleet, d time.Duration) {
+	base, cpu0, p0, r0, start := n.bytes.Load(), cpuTime(), probes.Load(), counterValue(reassignments), time.Now()
+	window := time.NewTimer(d)
+	<-window.C
+	el, members := time.Since(start).Seconds(), float64(len(ms))
+	f.bytesPerMember = float64(n.bytes.Load()-base) / el / members
+	f.cpuPerMember = (cpuTime() - cpu0).Seconds() / el / members
+	f.probes = float64(probes.Load()-p0) / el
+	f.moves = (counterValue(reassignments) - r0) / el
+	for _, m := range ms {
+		m.mu.Lock()
+		f.held += len(m.own)
+		m.mu.Unlock()
+	}
+	f.held /= len(ms)
+	var mem runtime.MemStats
+	runtime.ReadMemStats(&mem)
+	f.heapPerMember = float64(mem.HeapInuse) / members
+}
+
+// movedSet is the members whose placement moved since the probe driver last looked
+// (what OnMoved tells a scheduler: Scheduler.Replace).
+type movedSet struct {
+	mu sync.Mutex
+	m  map[*Fleet]bool
+}
+
+func (s *movedSet) add(f *Fleet) {
+	s.mu.Lock()
+	s.m[f] = true
+	s.mu.Unlock()
+}
+
+func (s *movedSet) take(f *Fleet) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	was := s.m[f]
+	delete(s.m, f)
+	return was
+}
+
+// driveProbes probes specs on each live member that is one of their checkers, as
+// its scheduler would, counting the probes, until stop is called: every second it
+// probes the checks whose index is the round's modulo every (each check once every
+// every seconds), and on a member whose placement moved, every check it has become
+// a checker of, at once. Check j's result is down(j).
+func driveProbes(live *atomic.Pointer[[]*Fleet], specs []*health.Spec, down func(int) bool, every int, moved *movedSet) (probes *atomic.Int64, stop func()) {
 	probes = &atomic.Int64{}
 	quit, stopped := make(chan struct{}), make(chan struct{})
+	checker := map[*Fleet][]bool{} // whether the member probed check j as its checker last time it asked
+	probe := func(m *Fleet, c []bool, j int) {
+		if c[j] = m.Probes(specs[j]); c[j] {
+			m.Local(specs[j].Fingerprint(), status(down(j)))
+			m.Probed(specs[j].Fingerprint(), downErr(down(j)))
+			probes.Add(1)
+		}
+	}
 	go func() {
 		defer close(stopped)
 		tick := time.NewTicker(time.Second)
 		defer tick.Stop()
-		for {
+		for round := 0; ; round++ {
 			for _, m := range *live.Load() {
-				for j, s := range specs {
-					if m.Probes(s) {
-						m.Local(s.Fingerprint(), status(down(j)))
-						probes.Add(1)
+				c := checker[m]
+				if c == nil {
+					c = make([]bool, len(specs))
+					checker[m] = c
+				}
+				if moved.take(m) && round > 0 {
+					for j := range specs {
+						if !c[j] && m.Probes(specs[j]) {
+							probe(m, c, j)
+						}
 					}
+				}
+				for j := round % every; j < len(specs); j += every {
+					probe(m, c, j)
 				}
 			}
 			select {
@@ -230,15 +300,24 @@ func driveProbes(live *atomic.Pointer[[]*Fleet], specs []*health.Spec, down func
 	return probes, func() { close(quit); <-stopped }
 }
 
-// simAgree reports whether every member of ls places each of specs on the same
-// checkers (checkers of them, 0: all), none of them crashed, and, unless
+// downErr is the failure of a probe of a check that is down, as a prober gives it.
+func downErr(down bool) error {
+	if down {
+		return errors.New("status 503 outside 200-399")
+	}
+	return nil
+}
+
+// simAgree reports whether every member of ls places each stride-th of specs on
+// the same checkers (checkers of them, 0: all), none of them crashed, and, unless
 // placedOnly, decides it as down says from the fresh reports of all of them.
-func simAgree(ls []*Fleet, specs []*health.Spec, checkers int, crashed map[string]bool, down func(int) bool, placedOnly bool) bool {
+func simAgree(ls []*Fleet, specs []*health.Spec, checkers int, crashed map[string]bool, down func(int) bool, placedOnly bool, stride int) bool {
 	want := len(ls)
 	if checkers > 0 {
 		want = min(checkers, len(ls))
 	}
-	for j, s := range specs {
+	for j := 0; j < len(specs); j += stride {
+		s := specs[j]
 		ref := ls[0].Checkers(s)
 		if len(ref) != want || slices.ContainsFunc(ref, func(c string) bool { return crashed[c] }) {
 			return false
@@ -255,7 +334,7 @@ func simAgree(ls []*Fleet, specs []*health.Spec, checkers int, crashed map[strin
 			}
 			// The decision rests on fresh reports of every checker (checked on
 			// the first checks: a View of every check costs too much).
-			if j < 20 && m.View(s.Fingerprint()).Total != want {
+			if j < 20*stride && m.View(s.Fingerprint()).Total != want {
 				return false
 			}
 		}
@@ -286,7 +365,7 @@ func TestSimulationPlacement20x1000(t *testing.T) {
 	if raceDetector {
 		checks = 200
 	}
-	f := placementSim(t, 20, checks, 3, 60*time.Second)
+	f := placementSim(t, simSize{members: 20, checks: checks, checkers: 3, interval: time.Second}, 60*time.Second)
 	if f.boot > 20*time.Second {
 		t.Errorf("a cold start agreed in %s, want within 20s", f.boot)
 	}
@@ -301,25 +380,54 @@ func TestSimulationPlacement20x1000(t *testing.T) {
 	}
 }
 
+// reportSim reports f's figures as the benchmark's metrics.
+func reportSim(b *testing.B, f simFigures) {
+	b.ReportMetric(f.boot.Seconds(), "s-boot")
+	b.ReportMetric(f.replaced.Seconds(), "s-replaced")
+	b.ReportMetric(f.recovery.Seconds(), "s-recovery")
+	b.ReportMetric(f.bytesPerMember, "B/s/member")
+	b.ReportMetric(f.cpuPerMember, "cpu/member")
+	b.ReportMetric(f.heapPerMember/1e6, "MB-heap/member")
+	b.ReportMetric(float64(f.held), "reports/member")
+	b.ReportMetric(f.probes, "probes/s")
+	b.ReportMetric(f.moves, "moves/s")
+}
+
 // BenchmarkSimulationPlacement measures placementSim on 50 and 200 members with
-// 1,000 checks, on 3 checkers each and on every member, for docs/fleet.md#placement
-// (go test -run X -bench SimulationPlacement -benchtime 1x ./health/fleet/).
+// 1,000 checks probed every second, on 3 checkers each and on every member, for
+// docs/fleet.md#placement
+// (go test -run X -bench 'SimulationPlacement$' -benchtime 1x ./health/fleet/).
 func BenchmarkSimulationPlacement(b *testing.B) {
 	for _, size := range []int{50, 200} {
 		for _, checkers := range []int{3, 0} {
 			b.Run(fmt.Sprintf("%dx1000/checkers=%d", size, checkers), func(b *testing.B) {
 				for range b.N {
-					f := placementSim(b, size, 1000, checkers, 5*time.Minute)
-					b.ReportMetric(f.boot.Seconds(), "s-boot")
-					b.ReportMetric(f.replaced.Seconds(), "s-replaced")
-					b.ReportMetric(f.recovery.Seconds(), "s-recovery")
-					b.ReportMetric(f.bytesPerMember, "B/s/member")
-					b.ReportMetric(f.cpuPerMember, "cpu/member")
-					b.ReportMetric(float64(f.held), "reports/member")
-					b.ReportMetric(f.moves, "moves/s")
+					reportSim(b, placementSim(b, simSize{members: size, checks: 1000, checkers: checkers, interval: time.Second}, 5*time.Minute))
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkSimulationPlacementChecks measures placementSim with 100,000 checks
+// probed every 30 s, the scale in checks, on as many members as fit one
+// process on 2 cores, on 3 checkers each and on every member; agreement is checked
+// on every 20th check. One run takes minutes
+// (go test -run X -bench SimulationPlacementChecks -benchtime 1x -timeout 60m ./health/fleet/).
+func BenchmarkSimulationPlacementChecks(b *testing.B) {
+	for _, z := range []simSize{
+		{members: 20, checks: 20_000, checkers: 3},
+		{members: 20, checks: 20_000, checkers: 0},
+		{members: 20, checks: 50_000, checkers: 3},
+		{members: 20, checks: 100_000, checkers: 3},
+		{members: 20, checks: 100_000, checkers: 0},
+	} {
+		z.interval, z.stride = 30*time.Second, max(z.checks/5000, 1)
+		b.Run(fmt.Sprintf("%dx%d/checkers=%d", z.members, z.checks, z.checkers), func(b *testing.B) {
+			for range b.N {
+				reportSim(b, placementSim(b, z, 5*time.Minute))
+			}
+		})
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"hash/fnv"
+	"unicode/utf8"
 )
 
 // Message types. Every message starts with its type, then the originating member's
@@ -156,3 +157,78 @@ func (r *reader) entries() []entry {
 
 func appendUvarint(b []byte, v uint64) []byte { return binary.AppendUvarint(b, v) }
 func appendUint64(b []byte, v uint64) []byte  { return binary.BigEndian.AppendUint64(b, v) }
+
+// Extensions follow a message's body: each is a tag, a length and that many bytes.
+// Members of the previous version read the body and ignore what follows it, and a
+// member skips the extensions it does not know, so a later version may add some.
+const (
+	extReasons byte = 1 // failure reasons of reports: a count, then per report its id, a length and the text
+)
+
+// MaxReason bounds a failure reason on the wire, in bytes; a longer one is cut at a
+// character boundary and ends with "...".
+const MaxReason = 120
+
+// shortReason returns s cut to MaxReason bytes.
+func shortReason(s string) string {
+	if len(s) <= MaxReason {
+		return s
+	}
+	cut := MaxReason - len("...")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
+}
+
+// reason is a report's failure reason on the wire.
+type reason struct {
+	id   uint64
+	text string
+}
+
+// appendReasons appends the extension carrying rs (nothing when rs is empty).
+func appendReasons(b []byte, rs []reason) []byte {
+	if len(rs) == 0 {
+		return b
+	}
+	var p []byte
+	p = binary.AppendUvarint(p, uint64(len(rs)))
+	for _, r := range rs {
+		p = binary.BigEndian.AppendUint64(p, r.id)
+		p = binary.AppendUvarint(p, uint64(len(r.text)))
+		p = append(p, r.text...)
+	}
+	b = append(b, extReasons)
+	b = binary.AppendUvarint(b, uint64(len(p)))
+	return append(b, p...)
+}
+
+// extensions reads what follows a message's body: the reasons it carries. An
+// extension that does not decode is dropped with those after it; the body stands.
+func (r *reader) extensions() (rs []reason) {
+	for r.err == nil && len(r.b) > 0 {
+		tag, n := r.byte(), r.uvarint()
+		if r.err != nil || n > uint64(len(r.b)) {
+			return rs
+		}
+		p := reader{b: r.b[:n]}
+		r.b = r.b[n:]
+		if tag != extReasons {
+			continue
+		}
+		count := p.uvarint()
+		if p.err != nil || count > uint64(len(p.b)/9) { // a reason is at least 9 bytes
+			return rs
+		}
+		for range count {
+			id, l := p.uint64(), p.uvarint()
+			if p.err != nil || l > MaxReason || l > uint64(len(p.b)) {
+				return rs
+			}
+			rs = append(rs, reason{id: id, text: string(p.b[:l])})
+			p.b = p.b[l:]
+		}
+	}
+	return rs
+}

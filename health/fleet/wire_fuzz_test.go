@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/hashicorp/memberlist"
@@ -15,12 +16,14 @@ func FuzzHandle(f *testing.F) {
 	for i := range 5 {
 		src.Local(string(rune('a'+i)), status(i%2 == 0))
 	}
+	src.Probed("a", errors.New("connection refused"))
 	src.epoch = 7
 	f.Add(src.stateMsg())
 	f.Add(src.beatMsg(src.now()).msg)
 	f.Add(src.pullMsg())
 	h := header{typ: msgDelta, name: "peer", epoch: 7, seq: 9, sentAt: 1}
 	f.Add(appendEntry(appendHeader(nil, h), entry{id: shortID("a"), flags: flagDown, seq: 9, age: 3}))
+	f.Add(appendReasons(appendEntry(appendHeader(nil, h), entry{id: shortID("a"), flags: flagDown, seq: 9, age: 3}), []reason{{id: shortID("a"), text: "HTTP 503"}}))
 	f.Add([]byte{msgState, 4, 'p', 'e', 'e', 'r', 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01})
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
