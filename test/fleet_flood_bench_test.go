@@ -67,9 +67,9 @@ func BenchmarkDNSUnderGossipFlood(b *testing.B) {
 			stop := make(chan struct{})
 			done := make(chan int)
 			if rate > 0 {
-				go floodUDP(b, fmt.Sprintf("127.0.0.1:%d", a.gossip), rate, stop, done)
+				go floodUDP(b, fmt.Sprintf("127.0.0.1:%d", a.gossip), rate, 1, stop, done)
 			} else if rate < 0 {
-				go floodUDP(b, fmt.Sprintf("127.0.0.1:%d", unused), -rate, stop, done)
+				go floodUDP(b, fmt.Sprintf("127.0.0.1:%d", unused), -rate, 1, stop, done)
 			}
 			qps[i] = dnsperfQPS(b, a.srv.Addr, queries, 10*time.Second)
 			sent := 0
@@ -101,15 +101,18 @@ func BenchmarkDNSUnderGossipFlood(b *testing.B) {
 	}
 }
 
-// floodUDP sends rate datagrams of 512 random bytes a second to addr, from CPU 1,
-// until stop closes; it sends how many it sent on done.
-func floodUDP(b *testing.B, addr string, rate int, stop <-chan struct{}, done chan<- int) {
+// floodUDP sends rate datagrams of 512 random bytes a second to addr, from CPU cpu
+// (-1: wherever the scheduler runs it), until stop closes; it sends how many it
+// sent on done.
+func floodUDP(b testing.TB, addr string, rate, cpu int, stop <-chan struct{}, done chan<- int) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	var set unix.CPUSet
-	set.Set(1)
-	if err := unix.SchedSetaffinity(0, &set); err != nil {
-		b.Errorf("pinning the flood to CPU 1: %v", err)
+	if cpu >= 0 {
+		var set unix.CPUSet
+		set.Set(cpu)
+		if err := unix.SchedSetaffinity(0, &set); err != nil {
+			b.Errorf("pinning the flood to CPU %d: %v", cpu, err)
+		}
 	}
 	c, err := net.Dial("udp", addr)
 	if err != nil {

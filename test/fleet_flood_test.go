@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/healthroute/healthroute/health/fleet"
 	"github.com/healthroute/healthroute/internal/coretest"
@@ -125,5 +127,65 @@ func TestFleetIdleConnectionFlood(t *testing.T) {
 	}
 	if n, _ := b.counted(); n != 2 {
 		t.Errorf("dns-b counts %d members after the flood, want 2", n)
+	}
+}
+
+// TestFleetGarbageFloodKeepsHeartbeats sends 20,000 datagrams of random bytes a
+// second (no key is needed to send them) at a member's gossip port for 5 s: the
+// member goes on answering DNS, counts the other member throughout, and misses
+// at most one of the other member's heartbeats in that time, as its
+// fleet_heartbeats_missed_total counts them.
+func TestFleetGarbageFloodKeepsHeartbeats(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two CoreDNS processes and a flood")
+	}
+	coretest.Binary(t)
+	ep := newFleetEndpoint(t, "")
+	ms := fleetMembers(t, 2, ep.URL)
+	a := ms[0]
+	for _, m := range ms {
+		m.start(t)
+	}
+	diag := func() string { return a.srv.Output() }
+	fleetWait(t, 10*time.Second, "dns-a counts both members", func() bool { n, _ := a.counted(); return n == 2 }, diag)
+	const name = "coredns_healthroute_fleet_heartbeats_missed_total"
+	missed := func() float64 { return metricValue(a.scrapeMetrics(t), name, map[string]string{"member": "dns-b"}) }
+	// The series exists from dns-b's first heartbeat on.
+	fleetWait(t, 10*time.Second, "dns-a exports "+name+"{member=\"dns-b\"}", func() bool {
+		return slices.ContainsFunc(a.scrapeMetrics(t)[name].GetMetric(), func(m *dto.Metric) bool { return hasLabels(m, map[string]string{"member": "dns-b"}) })
+	}, diag)
+	before := missed()
+
+	stop, done := make(chan struct{}), make(chan int)
+	go floodUDP(t, fmt.Sprintf("127.0.0.1:%d", a.gossip), 20000, -1, stop, done)
+	window := time.Now().Add(5 * time.Second)
+	tick := time.NewTicker(250 * time.Millisecond)
+	q := new(dns.Msg)
+	q.SetQuestion("www.example.org.", dns.TypeA)
+	c := &dns.Client{Timeout: 2 * time.Second}
+	for time.Now().Before(window) { // a measuring window, not a wait for an event
+		r, _, err := c.Exchange(q, a.srv.Addr)
+		if err != nil || len(r.Answer) == 0 || !strings.Contains(r.Answer[0].String(), fleetPrimary) {
+			close(stop)
+			<-done
+			t.Fatalf("during the flood: %v %v\n%s", err, r, diag())
+		}
+		if n, names := a.counted(); n != 2 {
+			close(stop)
+			<-done
+			t.Fatalf("during the flood dns-a counts %d (%s), want both members\n%s", n, names, diag())
+		}
+		<-tick.C
+	}
+	tick.Stop()
+	close(stop)
+	sent := <-done
+	lost := missed() - before // a beat lost in the last second counts only with the next: not here
+	t.Logf("%d datagrams sent in 5 s; dns-a missed %v of dns-b's heartbeats", sent, lost)
+	if sent < 50000 {
+		t.Errorf("the flood sent %d datagrams in 5 s, want about 100,000", sent)
+	}
+	if lost > 1 {
+		t.Errorf("dns-a missed %v of dns-b's heartbeats during the flood, want at most 1 of about 5", lost)
 	}
 }

@@ -140,4 +140,5 @@ func (f *Fleet) noteOffsetLocked(name string, p *peer, wall uint64, now time.Tim
 func forgetMember(name string) {
 	staleReports.DeleteLabelValues(memberLabel(name))
 	clockOffset.DeleteLabelValues(memberLabel(name))
+	heartbeatsMissed.DeleteLabelValues(memberLabel(name))
 }

@@ -128,6 +128,20 @@ func (f *Fleet) deltaLocked(p *peer, h header, r *reader, b []byte, relay bool, 
 	}
 }
 
+// countMissedLocked counts the beats of member name sent between its beat sent at
+// last (ms; 0: none yet from this epoch) and the one sent at now that never
+// arrived: a member beats every Beat, so a gap of n beats, rounded, lost n-1.
+func (f *Fleet) countMissedLocked(name string, last, now uint64) {
+	beat := uint64(f.cfg.Beat.Milliseconds())
+	if last == 0 || beat == 0 {
+		heartbeatsMissed.WithLabelValues(memberLabel(name)) // the series exists at 0 from the member's first beat
+		return
+	}
+	if n := (now - last + beat/2) / beat; n > 1 {
+		heartbeatsMissed.WithLabelValues(memberLabel(name)).Add(float64(n - 1))
+	}
+}
+
 // beatLocked applies a heartbeat: the member is running, vouches for the reports it
 // has not marked stale, and says what its reports' digest and its wall clock are.
 func (f *Fleet) beatLocked(p *peer, h header, r *reader, b []byte, relay bool, now time.Time, m *handled) {
@@ -147,6 +161,7 @@ func (f *Fleet) beatLocked(p *peer, h header, r *reader, b []byte, relay bool, n
 	if h.sentAt <= p.beat {
 		return
 	}
+	f.countMissedLocked(h.name, p.beat, h.sentAt)
 	settled := h.seq == p.beatSeq // nothing changed there since its last beat
 	p.beat, p.beatSeq, p.heard, p.vouched = h.sentAt, h.seq, now, now
 	p.seq = max(p.seq, h.seq)

@@ -59,6 +59,12 @@ var (
 		Name:      "fleet_reassignments_total",
 		Help:      "Counter of changes of a check's checkers as this instance computes them: a checker fell silent, left or joined.",
 	})
+	heartbeatsMissed = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "healthroute",
+		Name:      "fleet_heartbeats_missed_total",
+		Help:      "Counter of each member's heartbeats that never arrived here, from the gaps between the send times of those that did. Gossip carries each beat several times, so a few are normal in a large fleet; a rise means datagrams are lost (a flood, a partition, a full socket buffer).",
+	}, []string{"member"})
 	clockOffset = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "healthroute",
@@ -77,7 +83,7 @@ func init() {
 // Collectors returns the fleet's metric families, for the plugin to register once a
 // fleet is configured.
 func Collectors() []prometheus.Collector {
-	return []prometheus.Collector{membersAlive, reportsReceived, overrides, gossipErrors, connectionsRefused, staleReports, clockOffset, datagramsDropped, assignedChecks, reassignments}
+	return []prometheus.Collector{membersAlive, reportsReceived, overrides, gossipErrors, connectionsRefused, staleReports, heartbeatsMissed, clockOffset, datagramsDropped, assignedChecks, reassignments}
 }
 
 // memberLabel is a member's name as a label value. Names arrive in other members'
