@@ -337,7 +337,7 @@ func TestControlPortFloodLocksNoVoterOut(t *testing.T) {
 	var left atomic.Int32
 	var wg sync.WaitGroup
 	deadline := time.Now().Add(500 * time.Millisecond) // well within the handshake timeout
-	for _, c := range flood { // all at once: each waits until the deadline
+	for _, c := range flood {                          // all at once: each waits until the deadline
 		wg.Go(func() {
 			if open(c, deadline) {
 				left.Add(1)
