@@ -6,10 +6,12 @@ package coretest
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -66,24 +68,58 @@ func Binary(t testing.TB) string {
 	return binPath
 }
 
-// FreePort returns a loopback port that was free for both TCP and UDP a moment ago.
+// FreePort returns a loopback port that was free for both TCP and UDP a moment ago,
+// for a server a test starts next. It is taken below the kernel's ephemeral range
+// (net.ipv4.ip_local_port_range), so that no connection's source port can take it
+// between this call and the server's bind: a fleet of processes opening connections
+// draws source ports from that range, and a port found free there by listening on
+// port 0 was sometimes taken by one of them first ("address already in use"). A
+// process never gets the same port twice.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	for range 20 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
+	lo, hi := freePortRange()
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	start := lo + rand.IntN(hi-lo)
+	for i := range hi - lo {
+		port := lo + (start-lo+i)%(hi-lo)
+		if handedOut[port] {
+			continue
 		}
-		port := l.Addr().(*net.TCPAddr).Port
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
 		u, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", port))
 		l.Close()
-		if err == nil {
-			u.Close()
-			return port
+		if err != nil {
+			continue
+		}
+		u.Close()
+		handedOut[port] = true
+		return port
+	}
+	t.Fatalf("no free port in %d-%d", lo, hi)
+	return 0
+}
+
+var (
+	portsMu   sync.Mutex
+	handedOut = map[int]bool{}
+)
+
+// freePortRange is where FreePort looks: the 10,000 ports below the ephemeral
+// range's start, or from 1024 when the range starts lower than 11024.
+func freePortRange() (lo, hi int) {
+	hi = 32768 // Linux's default start of the ephemeral range
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil {
+				hi = n
+			}
 		}
 	}
-	t.Fatal("no free port found in 20 tries")
-	return 0
+	return max(1024, hi-10000), max(hi, 1025)
 }
 
 // Server is a running CoreDNS process.
