@@ -475,8 +475,12 @@ func feed(f *Fleet, name string, epoch, seq uint64, e entry) {
 	f.handle(beatOf(h, 0), false)
 }
 
+// TestStaleAndRestartedReports, at the timers users get (beat 1 s, suspicion 5 s,
+// stale 1 min) on a fake clock: a member silent past the suspicion drops out, a
+// restarted member's old reports go, and this member's own report of a check no
+// longer probed drops out after the stale bound, the last decision staying.
 func TestStaleAndRestartedReports(t *testing.T) {
-	f, err := New(Config{Name: "self", Insecure: true, Quorum: DefaultQuorum, Beat: time.Second, Suspicion: 3 * time.Second, Stale: 3 * time.Second})
+	f, err := New(Config{Name: "self", Insecure: true, Quorum: DefaultQuorum})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -490,7 +494,7 @@ func TestStaleAndRestartedReports(t *testing.T) {
 	}
 	now = now.Add(2 * time.Second)
 	f.Local("fp", status(true))
-	now = now.Add(2 * time.Second) // p silent for 4s > Stale
+	now = now.Add(4 * time.Second) // p silent for 6s > the suspicion
 	if v := f.View("fp"); v.Total != 1 || !f.Status("fp", status(true)).Down {
 		t.Fatalf("a silent member must drop out: %+v", v)
 	}
@@ -505,10 +509,10 @@ func TestStaleAndRestartedReports(t *testing.T) {
 	}
 	// Own reports of a check no longer probed go stale; with nothing counted, the
 	// last decision stays.
-	now = now.Add(10 * time.Second)
+	now = now.Add(defaultStale)
 	f.tick()
 	if v := f.View("fp"); v.Total != 0 || !v.Kept {
-		t.Fatalf("own report not probed for 10s still counts: %+v", v)
+		t.Fatalf("own report not probed for over the stale bound still counts: %+v", v)
 	}
 	if got := f.Status("fp", status(false)); !got.Down {
 		t.Fatal("with no report counted, the last status must be kept")
