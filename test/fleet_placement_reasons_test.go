@@ -58,19 +58,7 @@ func TestFleetPlacementFailureReasons(t *testing.T) {
 	big := newProbeLog(t)
 	ms, keyFile := newFleetMembers(t, 3)
 	for i, m := range ms {
-		m.corefile = fmt.Sprintf(`example.org:%d {
-	bind 127.0.0.1
-	prometheus 127.0.0.1:%d
-	healthroute {
-		api 127.0.0.1:%d
-		fleet {
-			bind 127.0.0.1:%d
-			join %s
-			name %s
-			key_file %s
-			region %s
-		}
-		check web http %s/ {
+		m.corefile = m.fleetCorefile(ms, keyFile, "region "+placementRegion(i), fmt.Sprintf(`check web http %s/ {
 			interval 1s
 			failure_threshold 1
 			checkers 3
@@ -86,9 +74,7 @@ func TestFleetPlacementFailureReasons(t *testing.T) {
 		record big.example.org. failover {
 			primary   A 192.0.2.2 check big
 			secondary A 198.51.100.2
-		}
-	}
-}`, m.dns, m.metrics, m.api, m.gossip, m.join(ms), m.name, keyFile, placementRegion(i), web.URL, big.URL)
+		}`, web.URL, big.URL))
 	}
 	for _, m := range ms {
 		m.start(t)

@@ -90,19 +90,7 @@ func placementFleet(t *testing.T, n int, web, ab string) []*fleetMember {
 	ms, keyFile := newFleetMembers(t, n)
 	nowhere := coretest.ClosedPort(t) // check nowhere's regions have no member: never probed
 	for i, m := range ms {
-		m.corefile = fmt.Sprintf(`example.org:%d {
-	bind 127.0.0.1
-	prometheus 127.0.0.1:%d
-	healthroute {
-		api 127.0.0.1:%d
-		fleet {
-			bind 127.0.0.1:%d
-			join %s
-			name %s
-			key_file %s
-			region %s
-		}
-		check web http %s/ {
+		m.corefile = m.fleetCorefile(ms, keyFile, "region "+placementRegion(i), fmt.Sprintf(`check web http %s/ {
 			interval 1s
 			failure_threshold 1
 			checkers 3
@@ -127,9 +115,7 @@ func placementFleet(t *testing.T, n int, web, ab string) []*fleetMember {
 		record nowhere.example.org. failover {
 			primary   A 192.0.2.3 check nowhere
 			secondary A 198.51.100.3
-		}
-	}
-}`, m.dns, m.metrics, m.api, m.gossip, m.join(ms), m.name, keyFile, placementRegion(i), web, ab, nowhere)
+		}`, web, ab, nowhere))
 	}
 	for _, m := range ms {
 		m.start(t)

@@ -90,7 +90,22 @@ func fleetMembersProbing(t testing.TB, n int, url, settings string) []*fleetMemb
 	t.Helper()
 	ms, keyFile := newFleetMembers(t, n)
 	for _, m := range ms {
-		m.corefile = fmt.Sprintf(`example.org:%d {
+		m.corefile = m.fleetCorefile(ms, keyFile, "", fmt.Sprintf(`check web http %s/ {
+			%s
+		}
+		record www.example.org. failover {
+			primary   A 192.0.2.1 check web
+			secondary A 198.51.100.1
+		}`, url, settings))
+	}
+	return ms
+}
+
+// fleetCorefile is m's Corefile: example.org on its DNS port, prometheus, and a
+// healthroute block with its api and a fleet block joining ms with keyFile (plus
+// the lines fleetExtra), holding body (checks and records).
+func (m *fleetMember) fleetCorefile(ms []*fleetMember, keyFile, fleetExtra, body string) string {
+	return fmt.Sprintf(`example.org:%d {
 	bind 127.0.0.1
 	prometheus 127.0.0.1:%d
 	healthroute {
@@ -100,18 +115,11 @@ func fleetMembersProbing(t testing.TB, n int, url, settings string) []*fleetMemb
 			join %s
 			name %s
 			key_file %s
-		}
-		check web http %s/ {
 			%s
 		}
-		record www.example.org. failover {
-			primary   A 192.0.2.1 check web
-			secondary A 198.51.100.1
-		}
+		%s
 	}
-}`, m.dns, m.metrics, m.api, m.gossip, m.join(ms), m.name, keyFile, url, settings)
-	}
-	return ms
+}`, m.dns, m.metrics, m.api, m.gossip, m.join(ms), m.name, keyFile, fleetExtra, body)
 }
 
 // newFleetMembers names n members dns-a, dns-b... with free ports, and writes
