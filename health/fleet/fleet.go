@@ -97,6 +97,9 @@ type Config struct {
 
 	tune func(*memberlist.Config)                                          // tests: fast timers
 	wrap func(memberlist.NodeAwareTransport) memberlist.NodeAwareTransport // tests: partitions, byte counts
+	// listen, when set (the simulation on a fake clock), stands in for the gossip
+	// sockets: it returns a transport bound at the address it is given and its port.
+	listen func(netip.AddrPort) (memberlist.NodeAwareTransport, int, error)
 }
 
 // Fleet is one member: it implements health.Aggregator. Create it with New, set
@@ -295,18 +298,17 @@ func (f *Fleet) Start() error {
 	if !addr.IsValid() {
 		addr = netip.IPv4Unspecified()
 	}
-	nt, err := newTransport(netip.AddrPortFrom(addr, f.cfg.Bind.Port()), f.cfg.Key, mc.Logger)
+	tr, port, err := f.listen(netip.AddrPortFrom(addr, f.cfg.Bind.Port()), mc.Logger)
 	if err != nil {
 		return fmt.Errorf("fleet: bind %s: %w", f.cfg.Bind, err)
 	}
-	mc.BindAddr, mc.BindPort = addr.String(), nt.Port()
+	mc.BindAddr, mc.BindPort = addr.String(), port
 	mc.AdvertisePort = mc.BindPort
 	if !addr.IsUnspecified() {
 		mc.AdvertiseAddr = addr.String()
 	}
-	var tr memberlist.NodeAwareTransport = nt
 	if f.cfg.wrap != nil {
-		tr = f.cfg.wrap(nt)
+		tr = f.cfg.wrap(tr)
 	}
 	tr = newGuard(tr, f.cfg.Limits, f.logs)
 	mc.Transport = tr
@@ -327,6 +329,19 @@ func (f *Fleet) Start() error {
 		go func() { defer f.wg.Done(); f.sender(ctx) }()
 	}
 	return nil
+}
+
+// listen binds the gossip sockets at addr: the fleet's transport, or in the
+// simulation the one its network gives.
+func (f *Fleet) listen(addr netip.AddrPort, logs *stdlog.Logger) (memberlist.NodeAwareTransport, int, error) {
+	if f.cfg.listen != nil {
+		return f.cfg.listen(addr)
+	}
+	nt, err := newTransport(addr, f.cfg.Key, logs)
+	if err != nil {
+		return nil, 0, err
+	}
+	return nt, nt.Port(), nil
 }
 
 // Addr is the address other members reach this one at (after Start).

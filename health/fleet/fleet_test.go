@@ -201,6 +201,7 @@ type member struct {
 	region          string
 	role            Role
 	regions         []string // cluster: member i is in regions[i%len(regions)]
+	mem             *memNet  // nil: loopback sockets; else this network in memory (on a fake clock)
 }
 
 // start starts a member on loopback; it is stopped at cleanup.
@@ -213,6 +214,9 @@ func start(t testing.TB, n *netsim, m member) *Fleet {
 		Beat: m.beat, Suspicion: m.suspicion, MaxBackoff: m.maxBackoff, tune: m.tune, Region: m.region, Role: m.role}
 	for _, j := range m.join {
 		cfg.Join = append(cfg.Join, netip.MustParseAddrPort(j))
+	}
+	if m.mem != nil {
+		cfg.listen = m.mem.listen
 	}
 	if n != nil {
 		cfg.wrap = func(nt memberlist.NodeAwareTransport) memberlist.NodeAwareTransport {

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"runtime"
@@ -139,6 +140,7 @@ type simSize struct {
 	members, checks, checkers int
 	interval                  time.Duration
 	stride                    int
+	poll                      time.Duration // between polls of agreement; 0: 200 ms
 }
 
 func (z simSize) String() string {
@@ -154,8 +156,14 @@ func (z simSize) String() string {
 // left agree again after 10% of them crash (no leave message).
 func placementSim(tb testing.TB, z simSize, within time.Duration) simFigures {
 	n := &netsim{}
+	return placementSimOn(tb, z, within, n, nil, &n.bytes)
+}
+
+// placementSimOn is placementSim on loopback sockets through n, or, with mem, on
+// that network in memory (then n is nil); bytes counts what members send.
+func placementSimOn(tb testing.TB, z simSize, within time.Duration, n *netsim, mem *memNet, bytes *atomic.Int64) simFigures {
 	moved := &movedSet{m: map[*Fleet]bool{}}
-	ms := cluster(tb, n, z.members, member{regions: []string{"a", "b", "c"}, onMoved: moved.add})
+	ms := cluster(tb, n, z.members, member{regions: []string{"a", "b", "c"}, onMoved: moved.add, mem: mem})
 	specs := make([]*health.Spec, z.checks)
 	for j := range specs {
 		specs[j] = &health.Spec{Name: fmt.Sprintf("c%d", j), Type: health.HTTP, Target: fmt.Sprintf("http://192.0.2.1/%d", j),
@@ -171,10 +179,10 @@ func placementSim(tb testing.TB, z simSize, within time.Duration) simFigures {
 	agree := func(placedOnly bool) bool {
 		return simAgree(*live.Load(), specs, z.checkers, crashed, down, placedOnly, max(z.stride, 1))
 	}
-	// Polls are spaced 200 ms apart: a poll of every member's view of every check
-	// costs CPU the simulation needs.
+	// Polls are spaced z.poll (200 ms by default) apart: a poll of every member's
+	// view of every check costs CPU the simulation needs.
 	until := func(start time.Time, placedOnly bool, what string) time.Duration {
-		tick := time.NewTicker(200 * time.Millisecond)
+		tick := time.NewTicker(cmp.Or(z.poll, 200*time.Millisecond))
 		defer tick.Stop()
 		for !agree(placedOnly) {
 			if time.Since(start) > within {
@@ -189,7 +197,7 @@ func placementSim(tb testing.TB, z simSize, within time.Duration) simFigures {
 	}
 	var f simFigures
 	f.boot = until(time.Now(), false, "every member agrees after a cold start")
-	f.steady(n, probes, ms, max(5*time.Second, z.interval))
+	f.steady(bytes, probes, ms, max(5*time.Second, z.interval))
 
 	var left []*Fleet
 	for i, m := range ms {
@@ -211,12 +219,12 @@ func placementSim(tb testing.TB, z simSize, within time.Duration) simFigures {
 
 // steady measures the steady state of ms over a window of d: a measuring window,
 // not a wait for an event.
-func (f *simFigures) steady(n *netsim, probes *atomic.Int64, ms []*Fleet, d time.Duration) {
-	base, cpu0, p0, r0, start := n.bytes.Load(), cpuTime(), probes.Load(), counterValue(reassignments), time.Now()
+func (f *simFigures) steady(bytes, probes *atomic.Int64, ms []*Fleet, d time.Duration) {
+	base, cpu0, p0, r0, start := bytes.Load(), cpuTime(), probes.Load(), counterValue(reassignments), time.Now()
 	window := time.NewTimer(d)
 	<-window.C
 	el, members := time.Since(start).Seconds(), float64(len(ms))
-	f.bytesPerMember = float64(n.bytes.Load()-base) / el / members
+	f.bytesPerMember = float64(bytes.Load()-base) / el / members
 	f.cpuPerMember = (cpuTime() - cpu0).Seconds() / el / members
 	f.probes = float64(probes.Load()-p0) / el
 	f.moves = (counterValue(reassignments) - r0) / el
