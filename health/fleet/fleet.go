@@ -154,6 +154,7 @@ type Fleet struct {
 	cands     []candidate           // the members that may probe, as of candGen
 	candNames []string              // their names, sorted
 	candGen   uint64
+	candMoves []candMove // how the candidates changed, oldest first: placements advance by them
 	assigned  int               // checks this member probes
 	warnedAll bool              // a large fleet probing checks with every member was logged
 	movedGen  uint64            // placeGen when OnMoved was last called
@@ -284,6 +285,12 @@ func (f *Fleet) Start() error {
 		mc = memberlist.DefaultLANConfig()
 	}
 	mc.Name = f.cfg.Name
+	// memberlist compresses every message with a fresh LZW writer, a 64 KiB table
+	// allocated each time: a change sent straight to 199 members made about 12 MiB
+	// of garbage. Off, a member's CPU for gossip halved in the fleet simulation and its
+	// bytes grew by a third (docs/fleet.md, Scale). Members still read compressed
+	// messages, so a fleet may mix versions.
+	mc.EnableCompression = false
 	mc.Delegate = (*delegate)(f)
 	mc.Events = (*events)(f)
 	mc.DeadNodeReclaimTime = time.Minute // a crashed member may come back on a new address

@@ -136,8 +136,110 @@ func (f *Fleet) candidatesLocked() []candidate {
 	for i, c := range out {
 		names[i] = c.name
 	}
+	if f.cands != nil {
+		f.noteMoveLocked(f.cands, out)
+	}
 	f.cands, f.candNames, f.candGen = out, names, f.placeGen
 	return out
+}
+
+// candMove is how the candidates changed from placement generation from to to: a
+// member whose region or role changed is both removed and added.
+type candMove struct {
+	from, to uint64
+	added    []candidate
+	removed  []string
+}
+
+// maxCandMoves bounds the changes kept; a placement older than all of them is
+// computed again.
+const maxCandMoves = 64
+
+// noteMoveLocked records how the candidates changed from was to now (both sorted by
+// name), as of f.candGen to f.placeGen.
+func (f *Fleet) noteMoveLocked(was, now []candidate) {
+	m := candMove{from: f.candGen, to: f.placeGen}
+	i, j := 0, 0
+	for i < len(was) || j < len(now) {
+		switch {
+		case j == len(now) || i < len(was) && was[i].name < now[j].name:
+			m.removed = append(m.removed, was[i].name)
+			i++
+		case i == len(was) || now[j].name < was[i].name:
+			m.added = append(m.added, now[j])
+			j++
+		default:
+			if was[i].memberMeta != now[j].memberMeta {
+				m.removed, m.added = append(m.removed, was[i].name), append(m.added, now[j])
+			}
+			i, j = i+1, j+1
+		}
+	}
+	if len(f.candMoves) == maxCandMoves {
+		f.candMoves = slices.Delete(f.candMoves, 0, 1)
+	}
+	f.candMoves = append(f.candMoves, m)
+}
+
+// advanceLocked brings p, a placement of check id computed at an earlier
+// generation, to the current one without choosing again, when no change of the
+// candidates since could change its checkers; it reports whether it did. A member
+// that leaves matters only if it was a checker. One that comes matters only if it
+// would be chosen: its score beats a checker's, or its region has no checker (it
+// may be that region's best), or the check has fewer checkers than it asks for.
+// Otherwise the choice is the same (choose: the best of each region first, then
+// the best of all), so a member coming or going costs every member a few scores
+// per check instead of one per candidate and check.
+func (f *Fleet) advanceLocked(p *placement, id uint64) bool {
+	if p.want.n <= 0 {
+		return false // every candidate (of its regions): listed again, no scores to spare
+	}
+	cands := f.candidatesLocked()
+	gen := p.gen
+	for _, m := range f.candMoves {
+		if m.from != gen {
+			continue
+		}
+		if !p.keeps(m, id, cands) {
+			return false
+		}
+		gen = m.to
+	}
+	if gen != f.placeGen {
+		return false // older than the changes kept
+	}
+	p.gen = gen
+	return true
+}
+
+// keeps reports whether the candidates' change m leaves p's checkers as they are
+// (advanceLocked); cands are the candidates now, sorted by name.
+func (p *placement) keeps(m candMove, id uint64, cands []candidate) bool {
+	for _, r := range m.removed {
+		if _, found := slices.BinarySearch(p.checkers, r); found {
+			return false
+		}
+	}
+	for _, a := range m.added {
+		if len(p.want.regions) > 0 && !slices.Contains(p.want.regions, a.region) {
+			continue
+		}
+		if len(p.checkers) < p.want.n {
+			return false
+		}
+		s, represented := score(id, a.hash), false
+		for _, name := range p.checkers {
+			k, found := slices.BinarySearchFunc(cands, name, func(c candidate, n string) int { return strings.Compare(c.name, n) })
+			if !found || score(id, cands[k].hash) < s {
+				return false
+			}
+			represented = represented || cands[k].region == a.region
+		}
+		if !represented {
+			return false
+		}
+	}
+	return true
 }
 
 // choose picks the checkers of check id among cands: those in w's regions, the
@@ -213,7 +315,7 @@ func choose(id uint64, w want, cands []candidate) []string {
 // earlier one counts as a reassignment.
 func (f *Fleet) placeLocked(fp, name string, w want) *placement {
 	p := f.placed[fp]
-	if p != nil && p.gen == f.placeGen && p.want.equal(w) {
+	if p != nil && p.want.equal(w) && (p.gen == f.placeGen || f.advanceLocked(p, shortID(fp))) {
 		// The warning waits a Suspicion after start, which may end after the
 		// placement was computed and while the members stay the same.
 		f.warnShortLocked(fp, name, w, len(p.checkers))

@@ -184,7 +184,12 @@ func placementSimOn(tb testing.TB, z simSize, within time.Duration, n *netsim, m
 	until := func(start time.Time, placedOnly bool, what string) time.Duration {
 		tick := time.NewTicker(cmp.Or(z.poll, 200*time.Millisecond))
 		defer tick.Stop()
+		logged := start
 		for !agree(placedOnly) {
+			if time.Since(logged) >= 30*time.Second { // a run of 200 members takes hours
+				logged = time.Now()
+				tb.Logf("%s: still waiting after %s: %s", z, time.Since(start).Round(time.Second), what)
+			}
 			if time.Since(start) > within {
 				// Not fatal: the figures measured so far are worth having; the
 				// caller compares the time with its bound.
