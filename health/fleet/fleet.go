@@ -154,7 +154,7 @@ type Fleet struct {
 	cands     []candidate           // the members that may probe, as of candGen
 	candNames []string              // their names, sorted
 	candGen   uint64
-	candMoves []candMove // how the candidates changed, oldest first: placements advance by them
+	candMoves []candMove        // how the candidates changed, oldest first: placements advance by them
 	assigned  int               // checks this member probes
 	warnedAll bool              // a large fleet probing checks with every member was logged
 	movedGen  uint64            // placeGen when OnMoved was last called
