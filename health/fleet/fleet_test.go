@@ -262,6 +262,13 @@ func cluster(t testing.TB, n *netsim, size int, tmpl member) []*Fleet {
 		if i > 0 {
 			m.join = []string{ms[0].Addr()}
 		}
+		if m.mem != nil && i > 0 {
+			// On the fake clock members started together would beat at the same
+			// instants, every one of them, as no fleet of processes does: each
+			// starts at its own offset in a beat, as processes started by hand
+			// or by an orchestrator do. (Fake time: this sleep waits for nothing.)
+			time.Sleep(time.Duration(rand.Int64N(int64(DefaultBeat))))
+		}
 		ms = append(ms, start(t, n, m))
 	}
 	waitFor(t, max(30*time.Second, time.Duration(size)*300*time.Millisecond), "every member sees the whole fleet", func() bool {

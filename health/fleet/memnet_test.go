@@ -27,6 +27,7 @@ type memNet struct {
 	nodes map[string]*memNode // by address
 	port  int                 // the last port handed out
 	bytes atomic.Int64
+	lost  atomic.Int64 // datagrams dropped on a full queue
 }
 
 // memQueue is the datagrams a member's queue holds, as a socket buffer does.
@@ -87,6 +88,7 @@ func (m *memNode) WriteTo(b []byte, addr string) (time.Time, error) {
 	select {
 	case to.packets <- p:
 	default: // the queue is full: dropped, as by a full socket buffer
+		m.net.lost.Add(1)
 	}
 	return now, nil
 }

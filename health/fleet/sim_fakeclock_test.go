@@ -55,6 +55,7 @@ func TestSimulationPlacementFakeClock(t *testing.T) {
 		t.Cleanup(func() { time.Sleep(time.Minute) })
 		mem := &memNet{}
 		f = placementSimOn(t, z, 10*time.Minute, nil, mem, &mem.bytes)
+		t.Logf("%d datagrams dropped on a full queue", mem.lost.Load())
 	})
 	t.Logf("%s on the fake clock took %s of the wall clock and %s of CPU", z, time.Since(wall).Round(time.Second), (cpuTime() - cpu0).Round(time.Second))
 
