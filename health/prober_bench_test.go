@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -168,6 +169,7 @@ func processCPU(pid int) time.Duration {
 type phaseObserver struct {
 	n                  atomic.Int64
 	failed             atomic.Int64 // failed probes after warm
+	took               atomic.Int64 // summed duration of the probes after warm, ns
 	warmAt, doneAt     int64
 	warm, done         chan struct{}
 	warmOnce, doneOnce sync.Once
@@ -180,10 +182,13 @@ func newPhaseObserver(checks, measured int) *phaseObserver {
 		warm: make(chan struct{}), done: make(chan struct{})}
 }
 
-func (o *phaseObserver) Probed(_ *Spec, err error, _ time.Duration) {
+func (o *phaseObserver) Probed(_ *Spec, err error, took time.Duration) {
 	n := o.n.Add(1)
-	if err != nil && n > o.warmAt {
-		o.failed.Add(1)
+	if n > o.warmAt {
+		o.took.Add(int64(took))
+		if err != nil {
+			o.failed.Add(1)
+		}
 	}
 	switch {
 	case n == o.warmAt:
@@ -246,6 +251,13 @@ func BenchmarkProber(b *testing.B) {
 	}
 }
 
+// mallocs returns the heap allocations this process has made so far.
+func mallocs() uint64 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.Mallocs
+}
+
 // scheduledMemory is the memory (heap and stacks) that a scheduler holding specs
 // takes before any probe: one whose first probes are all due an interval later,
 // stopped before then. (Measured on the benchmark's own scheduler, it would count
@@ -291,6 +303,7 @@ func benchProber(b *testing.B, typ Type, checks int, addrs []string, responder i
 	s.Start(context.Background())
 	s.Acquire(specs)
 	wait(b, obs.warm, 6*interval, "first probes", obs)
+	allocs0 := mallocs()
 	user0, sys0 := cpuTimes()
 	resp0 := processCPU(responder)
 	wall0 := time.Now()
@@ -299,6 +312,7 @@ func benchProber(b *testing.B, typ Type, checks int, addrs []string, responder i
 	b.StopTimer()
 	user, sys := cpuTimes()
 	resp := processCPU(responder) - resp0
+	allocs := mallocs() - allocs0
 	user, sys = user-user0, sys-sys0
 	cpu, wall := user+sys, time.Since(wall0)
 	s.Stop()
@@ -312,7 +326,11 @@ func benchProber(b *testing.B, typ Type, checks int, addrs []string, responder i
 	b.ReportMetric(cpu.Seconds()/wall.Seconds(), "cores")
 	b.ReportMetric(float64(mem)/float64(checks), "B/check")
 	b.ReportMetric(resp.Seconds()/wall.Seconds(), "responder-cores")
+	b.ReportMetric(float64(allocs)/float64(probes), "allocs/probe")
 	b.ReportMetric(100*float64(obs.failed.Load())/float64(probes), "failed-%")
+	// How long a probe took, connect to response: the endpoints' pace as the
+	// prober sees it (a loopback probe on idle cores takes well under a millisecond).
+	b.ReportMetric(float64(obs.took.Load())/float64(probes)/1e6, "probe-ms")
 	obs.mu.Lock()
 	lags := slices.Clone(obs.lags)
 	obs.mu.Unlock()
