@@ -9,11 +9,13 @@ import (
 
 // The scheduler keeps no goroutine per check. Checks waiting for their next probe
 // sit in a queue ordered by due time; one dispatcher goroutine sleeps until the
-// earliest is due and starts a goroutine for that probe alone, which puts the check
-// back in the queue, due one interval after the probe ended, and exits. An idle
-// check so holds no stack: at 100,000 checks the goroutines that waited between
-// probes cost the collector a scan of every one of their stacks and the runtime a
-// shrink and regrowth of each stack per probe.
+// earliest is due and hands that probe to a probe goroutine (one waiting for a turn,
+// else a new one), which puts the check back in the queue, due one interval after
+// the probe ended, and waits for another turn, exiting after probeWorkerIdle
+// without one. An idle check so holds no stack: at 100,000 checks the goroutines
+// that waited between probes cost the collector a scan of every one of their
+// stacks and the runtime a shrink and regrowth of each stack per probe; there are
+// only as many probe goroutines as probes ran at once in the last second.
 
 // turn is a check's place in the due queue and what one probe of it hands the next.
 // The fields but checker and last are guarded by the queue's lock.
@@ -36,6 +38,7 @@ type dueQueue struct {
 	mu     sync.Mutex
 	heap   dueHeap
 	poke   chan struct{} // the earliest due time moved earlier
+	work   chan turnReq  // turns for the probe goroutines waiting for one
 	closed bool          // the scheduler stopped: nothing is queued any more
 }
 
@@ -123,6 +126,7 @@ func (s *Scheduler) dispatch(ctx context.Context) {
 	q := &s.due
 	q.mu.Lock()
 	poke := q.pokeCh()
+	q.work = make(chan turnReq)
 	q.mu.Unlock()
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
@@ -134,7 +138,7 @@ func (s *Scheduler) dispatch(ctx context.Context) {
 			e.turn.busy = true
 			woken := e.turn.woken
 			s.wg.Add(1)
-			go s.runTurn(e, woken)
+			s.startTurn(ctx, e, woken)
 		}
 		wait := time.Hour
 		if len(q.heap) > 0 {
@@ -153,6 +157,49 @@ func (s *Scheduler) dispatch(ctx context.Context) {
 			return
 		case <-t.C:
 		case <-poke:
+		}
+	}
+}
+
+// probeWorkerIdle is how long a probe goroutine waits for another turn before it
+// exits.
+const probeWorkerIdle = time.Second
+
+// turnReq is a turn handed to a probe goroutine.
+type turnReq struct {
+	e     *entry
+	woken bool
+}
+
+// startTurn hands e's turn to a probe goroutine waiting for one, or starts one.
+// A probe goroutine runs turns until none comes for probeWorkerIdle: at thousands
+// of probes a second, one started per probe cost the runtime a new goroutine and
+// a stack, grown during each probe, per probe.
+func (s *Scheduler) startTurn(ctx context.Context, e *entry, woken bool) {
+	select {
+	case s.due.work <- turnReq{e, woken}:
+		return
+	default:
+	}
+	s.wg.Add(1)
+	go s.probeWorker(ctx, turnReq{e, woken})
+}
+
+// probeWorker runs turn r, then the turns handed to it, until none comes for
+// probeWorkerIdle or ctx ends.
+func (s *Scheduler) probeWorker(ctx context.Context, r turnReq) {
+	defer s.wg.Done()
+	idle := time.NewTimer(probeWorkerIdle)
+	defer idle.Stop()
+	for {
+		s.runTurn(r.e, r.woken)
+		idle.Reset(probeWorkerIdle)
+		select {
+		case r = <-s.due.work:
+		case <-idle.C:
+			return
+		case <-ctx.Done():
+			return
 		}
 	}
 }

@@ -52,3 +52,43 @@ func TestSchedulerIdleChecksHoldNoGoroutine(t *testing.T) {
 		}
 	})
 }
+
+// Probe goroutines outlive their probe by at most probeWorkerIdle: ten probes
+// running at once leave ten goroutines, which take the next turns and, once no
+// probe is due for probeWorkerIdle, exit, leaving the dispatcher alone.
+func TestSchedulerProbeGoroutinesRetire(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const checks = 10
+		var probes atomic.Int64
+		s := &Scheduler{
+			Jitter: func(time.Duration) time.Duration { return 0 },
+			NewChecker: func(*Spec) (Checker, error) {
+				return CheckFunc(func(context.Context) error {
+					probes.Add(1)
+					time.Sleep(100 * time.Millisecond) // fake time: the probes overlap
+					return nil
+				}), nil
+			},
+		}
+		specs := make([]*Spec, checks)
+		for i := range specs {
+			specs[i] = testSpec(fmt.Sprint(i), 10*time.Second, 1, 1)
+		}
+		before := runtime.NumGoroutine()
+		s.Start(context.Background())
+		defer s.Stop()
+		s.Acquire(specs)
+		advance(50 * time.Millisecond)
+		if n := runtime.NumGoroutine() - before; n != checks+1 {
+			t.Errorf("%d probes under way: %d more goroutines; want the dispatcher and one a probe", checks, n)
+		}
+		advance(100*time.Millisecond + probeWorkerIdle)
+		if n := runtime.NumGoroutine() - before; n != 1 {
+			t.Errorf("%v after the last probe: %d more goroutines; want the dispatcher alone", probeWorkerIdle, n)
+		}
+		advance(10 * time.Second)
+		if n := probes.Load(); n != 2*checks {
+			t.Errorf("after two intervals: %d probes; want two each of %d checks", n, checks)
+		}
+	})
+}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -91,6 +92,12 @@ func respond(c net.Conn) {
 // on CPU cpu through taskset when there is one, and returns their addresses; the
 // process ends with the benchmark.
 func responderProcess(b *testing.B, n int, cpu string, useTLS bool) []string {
+	addrs, _ := responderProcessPID(b, n, cpu, useTLS)
+	return addrs
+}
+
+// responderProcessPID is responderProcess, also returning the process's id.
+func responderProcessPID(b *testing.B, n int, cpu string, useTLS bool) ([]string, int) {
 	self, err := os.Executable()
 	if err != nil {
 		b.Fatal(err)
@@ -135,7 +142,25 @@ func responderProcess(b *testing.B, n int, cpu string, useTLS bool) []string {
 	if len(addrs) < n {
 		b.Fatalf("responder process gave %d of %d addresses: %v", len(addrs), n, sc.Err())
 	}
-	return addrs
+	return addrs, cmd.Process.Pid
+}
+
+// processCPU returns the CPU time (user and kernel) process pid has used so far,
+// from /proc (Linux; 0 elsewhere), to the kernel's clock tick (10 ms).
+func processCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command's closing parenthesis: utime and stime are the
+	// 12th and 13th of them, in ticks of 1/100 s.
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * 10 * time.Millisecond
 }
 
 // phaseObserver counts probes: warm closes when every check has had its first
@@ -143,6 +168,8 @@ func responderProcess(b *testing.B, n int, cpu string, useTLS bool) []string {
 // when measured more have completed after it; it keeps the lags of those.
 type phaseObserver struct {
 	n                  atomic.Int64
+	failed             atomic.Int64 // failed probes after warm
+	took               atomic.Int64 // summed duration of the probes after warm, ns
 	warmAt, doneAt     int64
 	warm, done         chan struct{}
 	warmOnce, doneOnce sync.Once
@@ -155,8 +182,15 @@ func newPhaseObserver(checks, measured int) *phaseObserver {
 		warm: make(chan struct{}), done: make(chan struct{})}
 }
 
-func (o *phaseObserver) Probed(*Spec, error, time.Duration) {
-	switch n := o.n.Add(1); {
+func (o *phaseObserver) Probed(_ *Spec, err error, took time.Duration) {
+	n := o.n.Add(1)
+	if n > o.warmAt {
+		o.took.Add(int64(took))
+		if err != nil {
+			o.failed.Add(1)
+		}
+	}
+	switch {
 	case n == o.warmAt:
 		o.warmOnce.Do(func() { close(o.warm) })
 	case n == o.doneAt:
@@ -210,13 +244,35 @@ func BenchmarkProber(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/checks=%d", typ, checks), func(b *testing.B) {
 				// 64 endpoints: at 10,000 connections a second the 4-tuples of one
 				// endpoint's closed connections would outrun the ephemeral ports.
-				benchProber(b, typ, checks, responderProcess(b, 64, cpu, typ == HTTPS))
+				addrs, pid := responderProcessPID(b, 64, cpu, typ == HTTPS)
+				benchProber(b, typ, checks, addrs, pid)
 			})
 		}
 	}
 }
 
-func benchProber(b *testing.B, typ Type, checks int, addrs []string) {
+// mallocs returns the heap allocations this process has made so far.
+func mallocs() uint64 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.Mallocs
+}
+
+// scheduledMemory is the memory (heap and stacks) that a scheduler holding specs
+// takes before any probe: one whose first probes are all due an interval later,
+// stopped before then. (Measured on the benchmark's own scheduler, it would count
+// the first probes under way by then: at 100,000 checks, thousands.)
+func scheduledMemory(specs []*Spec) uint64 {
+	s := &Scheduler{Jitter: func(iv time.Duration) time.Duration { return iv }}
+	mem0 := memInUse()
+	s.Start(context.Background())
+	s.Acquire(specs)
+	mem := memInUse() - min(mem0, memInUse())
+	s.Stop()
+	return mem
+}
+
+func benchProber(b *testing.B, typ Type, checks int, addrs []string, responder int) {
 	const interval = 10 * time.Second
 	specs := make([]*Spec, checks)
 	for i := range specs {
@@ -243,17 +299,20 @@ func benchProber(b *testing.B, typ Type, checks int, addrs []string) {
 	cancel := s.Subscribe(func(*Snapshot) { published.Add(1) })
 	defer cancel()
 
-	mem0 := memInUse()
+	mem := scheduledMemory(specs)
 	s.Start(context.Background())
 	s.Acquire(specs)
-	mem := memInUse() - min(mem0, memInUse()) // the checks scheduled, before the first probe is due
 	wait(b, obs.warm, 6*interval, "first probes", obs)
+	allocs0 := mallocs()
 	user0, sys0 := cpuTimes()
+	resp0 := processCPU(responder)
 	wall0 := time.Now()
 	b.ResetTimer()
 	wait(b, obs.done, time.Duration(measured/(checks/10)+3)*interval*2, "measured probes", obs)
 	b.StopTimer()
 	user, sys := cpuTimes()
+	resp := processCPU(responder) - resp0
+	allocs := mallocs() - allocs0
 	user, sys = user-user0, sys-sys0
 	cpu, wall := user+sys, time.Since(wall0)
 	s.Stop()
@@ -266,6 +325,12 @@ func benchProber(b *testing.B, typ Type, checks int, addrs []string) {
 	b.ReportMetric(float64(probes)/cpu.Seconds(), "probes/cpu-s")
 	b.ReportMetric(cpu.Seconds()/wall.Seconds(), "cores")
 	b.ReportMetric(float64(mem)/float64(checks), "B/check")
+	b.ReportMetric(resp.Seconds()/wall.Seconds(), "responder-cores")
+	b.ReportMetric(float64(allocs)/float64(probes), "allocs/probe")
+	b.ReportMetric(100*float64(obs.failed.Load())/float64(probes), "failed-%")
+	// How long a probe took, connect to response: the endpoints' pace as the
+	// prober sees it (a loopback probe on idle cores takes well under a millisecond).
+	b.ReportMetric(float64(obs.took.Load())/float64(probes)/1e6, "probe-ms")
 	obs.mu.Lock()
 	lags := slices.Clone(obs.lags)
 	obs.mu.Unlock()

@@ -2,16 +2,13 @@ package health
 
 import "maps"
 
-// Snapshot returns the latest published snapshot (nil before the first).
-func (s *Scheduler) Snapshot() *Snapshot {
-	s.pubMu.Lock()
-	defer s.pubMu.Unlock()
-	return s.snap
-}
+// Snapshot returns the latest published snapshot (nil before the first). It never
+// waits for a publication under way.
+func (s *Scheduler) Snapshot() *Snapshot { return s.snap.Load() }
 
 // Subscribe calls fn with the current snapshot now and with each later one, in order,
 // until the returned function is called. fn runs with publications held off, so it
-// must not call back into the scheduler's Subscribe, Snapshot or Republish.
+// must not call back into the scheduler's Subscribe or Republish.
 func (s *Scheduler) Subscribe(fn func(*Snapshot)) (cancel func()) {
 	s.pubMu.Lock()
 	defer s.pubMu.Unlock()
@@ -21,7 +18,7 @@ func (s *Scheduler) Subscribe(fn func(*Snapshot)) (cancel func()) {
 	id := s.next
 	s.next++
 	s.subs[id] = fn
-	fn(s.snap)
+	fn(s.snap.Load())
 	return func() {
 		s.pubMu.Lock()
 		delete(s.subs, id)
@@ -64,62 +61,65 @@ func (s *Scheduler) markLocked(fp string) uint64 {
 	return s.want
 }
 
+// statusUpdate is one fingerprint's status to publish; ok is false when the check
+// is gone.
+type statusUpdate struct {
+	fp string
+	st Status
+	ok bool
+}
+
 // flush returns once a publication covering request want has finished: it runs one
 // itself unless another caller's, started later, already covered it. Publications
 // are serialised, so subscribers see them in order, and each copies only the shards
-// whose statuses changed.
+// whose statuses changed. The scheduler's lock is held only while the statuses to
+// publish are read, not while shards are copied or subscribers run.
 func (s *Scheduler) flush(want uint64) {
 	s.pubMu.Lock()
 	defer s.pubMu.Unlock()
+	prev := s.snap.Load()
 	s.mu.Lock()
 	if s.served >= want {
 		s.mu.Unlock()
 		return
 	}
+	ups := s.collectLocked(prev)
+	s.mu.Unlock()
+	next, copied := applyUpdates(prev, ups)
+	if next != prev {
+		s.gen++
+		next.Gen = s.gen
+		s.snap.Store(next)
+		for _, fn := range s.subs {
+			fn(next)
+		}
+	}
+	s.pace.charged(copied)
+}
+
+// collectLocked takes the marked fingerprints and returns the statuses of those
+// that differ from prev's, marking every request so far served. s.mu must be held.
+func (s *Scheduler) collectLocked(prev *Snapshot) []statusUpdate {
 	dirty, all := s.dirty, s.all
 	s.dirty, s.all, s.served = nil, false, s.want
-
-	prev := s.snap
-	var next Snapshot
-	if prev != nil {
-		next.shards = prev.shards
-	}
-	var copied [shardCount]bool
-	changed := false
+	var ups []statusUpdate
 	update := func(fp string) {
 		old, had := prev.lookup(fp)
 		e, ok := s.checks[fp]
-		if !ok && !had {
+		if !ok {
+			if had {
+				ups = append(ups, statusUpdate{fp: fp})
+			}
 			return
 		}
-		var st Status
-		if ok {
-			st = Status{Down: e.info.State.Down, Seen: e.info.Seen, Since: e.info.LastChange}
-			if s.Aggregator != nil {
-				st = s.Aggregator.Status(fp, st)
-			}
-			if had && old == st {
-				return
-			}
-			if !had && st == (Status{}) {
-				return // absent reads as new; nothing to record yet
-			}
+		st := Status{Down: e.info.State.Down, Seen: e.info.Seen, Since: e.info.LastChange}
+		if s.Aggregator != nil {
+			st = s.Aggregator.Status(fp, st)
 		}
-		i := shardOf(fp)
-		if !copied[i] {
-			copied[i] = true
-			m := maps.Clone(next.shard(i))
-			if m == nil {
-				m = map[string]Status{}
-			}
-			next.shards[i] = &shard{m: m}
+		if (had && old == st) || (!had && st == (Status{})) {
+			return // unchanged; or absent, which reads as new, and nothing to record yet
 		}
-		if ok {
-			next.shards[i].m[fp] = st
-		} else {
-			delete(next.shards[i].m, fp)
-		}
-		changed = true
+		ups = append(ups, statusUpdate{fp: fp, st: st, ok: true})
 	}
 	if all {
 		for fp := range s.checks {
@@ -130,19 +130,42 @@ func (s *Scheduler) flush(want uint64) {
 				update(fp)
 			}
 		})
-	} else {
-		for fp := range dirty {
-			update(fp)
+		return ups
+	}
+	for fp := range dirty {
+		update(fp)
+	}
+	return ups
+}
+
+// applyUpdates returns prev with ups applied, sharing the shards they do not touch
+// (prev itself when there are none), and how many statuses the shards it copied
+// hold.
+func applyUpdates(prev *Snapshot, ups []statusUpdate) (next *Snapshot, copied int) {
+	if len(ups) == 0 {
+		return prev, 0
+	}
+	next = &Snapshot{}
+	if prev != nil {
+		next.shards = prev.shards
+	}
+	var done [shardCount]bool
+	for _, u := range ups {
+		i := shardOf(u.fp)
+		if !done[i] {
+			done[i] = true
+			m := maps.Clone(next.shard(i))
+			if m == nil {
+				m = map[string]Status{}
+			}
+			next.shards[i] = &shard{m: m}
+			copied += len(m)
+		}
+		if u.ok {
+			next.shards[i].m[u.fp] = u.st
+		} else {
+			delete(next.shards[i].m, u.fp)
 		}
 	}
-	s.mu.Unlock()
-	if !changed {
-		return
-	}
-	s.gen++
-	next.Gen = s.gen
-	s.snap = &next
-	for _, fn := range s.subs {
-		fn(&next)
-	}
+	return next, copied
 }

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	clog "github.com/coredns/coredns/plugin/pkg/log"
@@ -96,9 +97,10 @@ type Placer interface {
 // probe whose connection fails for a reason of this process's own (IsLocal: out of
 // file descriptors, buffers or source ports) has no result: the check keeps its
 // state, Observer.Skipped counts it and the log says so at most once a minute.
-// A snapshot is published whenever a check's published status changes; changes that
-// arrive while a publication is running are coalesced into the next one, which copies
-// only the shards they touch.
+// A snapshot is published whenever a check's published status changes: at once
+// while changes are rare, and under a burst of them (start-up) at most once a short
+// gap, each publication covering every change since the last (see publishSoon); it
+// copies only the shards they touch.
 type Scheduler struct {
 	// MaxInFlight bounds the probes running at once; SetMaxInFlight changes it
 	// later. 0 fits the bound to the checks (AutoMaxInFlight).
@@ -126,9 +128,10 @@ type Scheduler struct {
 
 	restore map[string]Saved // saved states for checks not acquired yet (Restore)
 
+	pace  pacer      // spaces the publications of probe results
 	pubMu sync.Mutex // serialises publications and subscriber calls
 	gen   uint64
-	snap  *Snapshot
+	snap  atomic.Pointer[Snapshot] // stored under pubMu
 	subs  map[int]func(*Snapshot)
 	next  int
 }
@@ -177,6 +180,7 @@ func (s *Scheduler) Stop() {
 		s.cancel()
 	}
 	s.mu.Unlock()
+	s.stopPace()
 	s.wg.Wait()
 	fdReserve.drain()
 }
@@ -568,7 +572,7 @@ func (s *Scheduler) record(e *entry, err error, took time.Duration, ph Phases) {
 		log.Debugf("check %s: probe failed after %s: %v", spec.Name, took, err)
 	}
 	if want > 0 {
-		s.flush(want)
+		s.publishSoon(want)
 	}
 }
 
