@@ -3,6 +3,7 @@ package fleet
 import (
 	"cmp"
 	"hash/fnv"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -99,6 +100,8 @@ type placement struct {
 	name     string // the check's name, for warnings
 	want     want
 	checkers []string  // sorted
+	low      uint64    // the lowest score of the checkers, for check id (advanceLocked)
+	regions  []string  // the checkers' regions
 	self     bool      // this member is one of them
 	asked    time.Time // when the scheduler last asked (Probes): unasked long enough, it is forgotten
 }
@@ -194,13 +197,13 @@ func (f *Fleet) advanceLocked(p *placement, id uint64) bool {
 	if p.want.n <= 0 {
 		return false // every candidate (of its regions): listed again, no scores to spare
 	}
-	cands := f.candidatesLocked()
+	f.candidatesLocked() // notes the change since the candidates were last listed
 	gen := p.gen
 	for _, m := range f.candMoves {
 		if m.from != gen {
 			continue
 		}
-		if !p.keeps(m, id, cands) {
+		if !p.keeps(m, id) {
 			return false
 		}
 		gen = m.to
@@ -213,8 +216,8 @@ func (f *Fleet) advanceLocked(p *placement, id uint64) bool {
 }
 
 // keeps reports whether the candidates' change m leaves p's checkers as they are
-// (advanceLocked); cands are the candidates now, sorted by name.
-func (p *placement) keeps(m candMove, id uint64, cands []candidate) bool {
+// (advanceLocked).
+func (p *placement) keeps(m candMove, id uint64) bool {
 	for _, r := range m.removed {
 		if _, found := slices.BinarySearch(p.checkers, r); found {
 			return false
@@ -224,18 +227,7 @@ func (p *placement) keeps(m candMove, id uint64, cands []candidate) bool {
 		if len(p.want.regions) > 0 && !slices.Contains(p.want.regions, a.region) {
 			continue
 		}
-		if len(p.checkers) < p.want.n {
-			return false
-		}
-		s, represented := score(id, a.hash), false
-		for _, name := range p.checkers {
-			k, found := slices.BinarySearchFunc(cands, name, func(c candidate, n string) int { return strings.Compare(c.name, n) })
-			if !found || score(id, cands[k].hash) < s {
-				return false
-			}
-			represented = represented || cands[k].region == a.region
-		}
-		if !represented {
+		if len(p.checkers) < p.want.n || score(id, a.hash) > p.low || !slices.Contains(p.regions, a.region) {
 			return false
 		}
 	}
@@ -353,8 +345,29 @@ func (f *Fleet) placeLocked(fp, name string, w want) *placement {
 		}
 		assignedChecks.Set(float64(f.assigned))
 	}
-	p.gen, p.name, p.want, p.checkers, p.self = f.placeGen, name, w, checkers, self
+	p.gen, p.name, p.want, p.self = f.placeGen, name, w, self
+	if w.n > 0 {
+		p.set(shortID(fp), checkers, cands)
+	} else {
+		p.checkers = checkers // advanceLocked lists them again
+	}
 	return p
+}
+
+// set makes checkers p's, noting their lowest score for check id and their regions
+// from cands (sorted by name), which advanceLocked compares newcomers with.
+func (p *placement) set(id uint64, checkers []string, cands []candidate) {
+	p.checkers, p.low, p.regions = checkers, math.MaxUint64, p.regions[:0]
+	for _, name := range checkers {
+		k, found := slices.BinarySearchFunc(cands, name, func(c candidate, n string) int { return strings.Compare(c.name, n) })
+		if !found {
+			continue
+		}
+		p.low = min(p.low, score(id, cands[k].hash))
+		if !slices.Contains(p.regions, cands[k].region) {
+			p.regions = append(p.regions, cands[k].region)
+		}
+	}
 }
 
 // warnShortLocked logs, once per check and short of checkers, that a check has

@@ -47,7 +47,9 @@ func TestPlacementAdvanceAgreesWithChoose(t *testing.T) {
 	for j := range 300 {
 		id := shortID(fmt.Sprintf("check-%d", j))
 		w := wants[j%len(wants)]
-		checks = append(checks, check{id, &placement{gen: 1, want: w, checkers: choose(id, w, f.cands)}})
+		p := &placement{gen: 1, want: w}
+		p.set(id, choose(id, w, f.cands), f.cands)
+		checks = append(checks, check{id, p})
 	}
 	kept, asked := 0, 0
 	for step := range 300 {
@@ -80,7 +82,8 @@ func TestPlacementAdvanceAgreesWithChoose(t *testing.T) {
 				}
 				continue
 			}
-			c.p.gen, c.p.checkers = f.placeGen, fresh
+			c.p.gen = f.placeGen
+			c.p.set(c.id, fresh, now)
 		}
 	}
 	if kept*2 < asked {
@@ -100,7 +103,8 @@ func BenchmarkPlaceAfterMemberChange200x100000(b *testing.B) {
 	ids := make([]uint64, len(ps))
 	for j := range ps {
 		ids[j] = shortID(fmt.Sprintf("check-%d", j))
-		ps[j] = &placement{gen: 1, want: want{n: 3}, checkers: choose(ids[j], want{n: 3}, f.cands)}
+		ps[j] = &placement{gen: 1, want: want{n: 3}}
+		ps[j].set(ids[j], choose(ids[j], want{n: 3}, f.cands), f.cands)
 	}
 	b.ResetTimer()
 	for i := range b.N {
@@ -114,7 +118,8 @@ func BenchmarkPlaceAfterMemberChange200x100000(b *testing.B) {
 		f.cands, f.candGen = now, f.placeGen
 		for j, p := range ps {
 			if !f.advanceLocked(p, ids[j]) {
-				p.gen, p.checkers = f.placeGen, choose(ids[j], p.want, now)
+				p.gen = f.placeGen
+				p.set(ids[j], choose(ids[j], p.want, now), now)
 			}
 		}
 	}
