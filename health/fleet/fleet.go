@@ -82,6 +82,7 @@ var errNoKey = errors.New("fleet: gossip needs a key (key_file) unless insecure 
 type Config struct {
 	Name       string           // unique member name
 	Bind       netip.AddrPort   // gossip address (UDP and TCP); port 0 picks one
+	Advertise  netip.AddrPort   // the address the other members reach this one at (NAT, a Service, a proxy); zero: Bind's
 	Join       []netip.AddrPort // members to join; retried in the background
 	Key        []byte           // AES key of 16, 24 or 32 bytes; nil only with Insecure
 	Insecure   bool             // gossip in the clear
@@ -159,7 +160,8 @@ type Fleet struct {
 
 	ml      atomic.Pointer[memberlist.Memberlist]
 	nodes   atomic.Int32 // len(alive), for the broadcast queue (numNodes)
-	addr    string       // this member's gossip address, set by Start
+	addr    string       // this member's gossip address, as the others reach it (advertised), set by Start
+	bound   string       // the address its gossip listeners are bound to, set by Start
 	queue   *memberlist.TransmitLimitedQueue
 	kick    chan struct{}
 	jobs    chan job
@@ -304,6 +306,9 @@ func (f *Fleet) Start() error {
 	if !addr.IsUnspecified() {
 		mc.AdvertiseAddr = addr.String()
 	}
+	if a := f.cfg.Advertise; a.IsValid() {
+		mc.AdvertiseAddr, mc.AdvertisePort = a.Addr().Unmap().String(), int(a.Port())
+	}
 	var tr memberlist.NodeAwareTransport = nt
 	if f.cfg.wrap != nil {
 		tr = f.cfg.wrap(nt)
@@ -316,6 +321,7 @@ func (f *Fleet) Start() error {
 		return fmt.Errorf("fleet: %w", err)
 	}
 	f.addr = ml.LocalNode().Address()
+	f.bound = netip.AddrPortFrom(addr, uint16(nt.Port())).String()
 	f.ml.Store(ml)
 	ctx, cancel := context.WithCancel(context.Background())
 	f.cancel = cancel
@@ -533,7 +539,7 @@ func (f *Fleet) missing() []string {
 	}
 	var out []string
 	add := func(a string) {
-		if a != self && !up[a] && !slices.Contains(out, a) {
+		if a != self && a != f.bound && !up[a] && !slices.Contains(out, a) {
 			out = append(out, a)
 		}
 	}
