@@ -135,6 +135,7 @@ func TestFleetPartitionCheckersCutOff(t *testing.T) {
 		func() bool { return sideDecides(cut, first, 3) && answers(t, cut, fleetPrimary) }, diag)
 	heal := time.Now()
 	net.Heal()
+	t.Logf("the partition lasted %s", heal.Sub(split).Round(time.Millisecond))
 	healedSides(t, web, ms, first, second, heal, diag)
 	wrong, summary := samples.stop()
 	t.Logf("answers of the 5 members away from web's first checkers, split to healed: %s", summary)
