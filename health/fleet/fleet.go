@@ -470,31 +470,33 @@ const maxBeatStraight = 16
 
 // beatTargetsLocked returns the members this beat also goes straight to, one
 // datagram each. A beat is gossiped: memberlist sends it to a few random members it
-// lists, which relay it. While some of those are silent (a partition, or a crash
+// lists, which relay it. While many of those are silent (a partition, or crashes
 // memberlist has not declared yet: it keeps them for 30 s or more), the
-// transmissions spent on them are lost, and on the small side of a partition (3
-// members of 8 here) 43% of beats never reached a member of the same side: a member
-// went unheard past suspicion and dropped out of the others' counts and checkers.
-// So while any member listed has not been heard from for 2 beats, each member
-// heard from within suspicion gets the beat straight too (at most maxBeatStraight,
-// picked at random). With every member heard, none does: the steady state costs
-// nothing more.
+// transmissions spent on them are lost: with 8 members split 3/5, 43% of the beats
+// among the 3 never arrived, and a member went unheard by its own side past
+// suspicion and dropped out of their counts and checkers. So while at least a
+// quarter of the other members listed have not been heard from for half of
+// suspicion, each member heard from within suspicion gets the beat straight too (at
+// most maxBeatStraight, picked at random). A few silent members take a few
+// transmissions, which the relays make up for; with every member heard (or a few
+// late, as in an overloaded process), nothing more is sent.
 func (f *Fleet) beatTargetsLocked(now time.Time) []memberlist.Node {
 	var heard []memberlist.Node
-	silent := false
+	others, silent := 0, 0
 	for name, n := range f.alive {
 		if name == f.cfg.Name {
 			continue
 		}
+		others++
 		p := f.peers[name]
-		if p == nil || now.Sub(p.heard) > 2*f.cfg.Beat {
-			silent = true
+		if p == nil || now.Sub(p.heard) > f.cfg.Suspicion/2 {
+			silent++
 		}
 		if p != nil && now.Sub(p.heard) <= f.cfg.Suspicion {
 			heard = append(heard, n)
 		}
 	}
-	if !silent {
+	if silent == 0 || 4*silent < others {
 		return nil
 	}
 	if len(heard) > maxBeatStraight {
