@@ -114,8 +114,8 @@ func liveProbers(l *probeLog, interval time.Duration) []string {
 //     agrees on the first 3 checkers within 5 s, and the other 3 stop probing.
 func TestFleetPartitionCheckersCutOff(t *testing.T) {
 	web := newProbeLog(t)
-	ms, net := partitionFleet(t, 8, web.URL)
-	diag := partitionDiag(ms, web, net)
+	ms, proxy := partitionFleet(t, 8, web.URL)
+	diag := partitionDiag(ms, web, proxy)
 	var first []string
 	fleetWait(t, 60*time.Second, "every member places web on the same 3 checkers and counts their 3 reports",
 		func() bool { first = placedOn(ms); return first != nil }, diag)
@@ -132,7 +132,7 @@ func TestFleetPartitionCheckersCutOff(t *testing.T) {
 	}
 	samples := sampleAnswersBut(rest, fleetSecondary, false)
 	split := time.Now()
-	net.Split(cutAt, restAt)
+	proxy.Split(cutAt, restAt)
 	web.failFrom(first...)
 	second := partitionedSides(t, web, cut, rest, first, split, diag)
 
@@ -140,7 +140,7 @@ func TestFleetPartitionCheckersCutOff(t *testing.T) {
 	fleetWait(t, 10*time.Second, "the 3 cut off answer the primary again once their probes pass",
 		func() bool { return sideDecides(cut, first, true, 3) && answers(t, cut, fleetPrimary) }, diag)
 	heal := time.Now()
-	net.Heal()
+	proxy.Heal()
 	t.Logf("the partition lasted %s", heal.Sub(split).Round(time.Millisecond))
 	healedSides(t, web, ms, first, second, heal, diag)
 	wrong, summary := samples.stop()
@@ -186,7 +186,7 @@ func uncounted(ms []*fleetMember) string {
 
 // partitionDiag says what each member places and counts (and any stall it logged),
 // what web's endpoint got lately and what the proxies passed and dropped.
-func partitionDiag(ms []*fleetMember, web *probeLog, net *coretest.Partition) func() string {
+func partitionDiag(ms []*fleetMember, web *probeLog, proxy *coretest.Partition) func() string {
 	return func() string {
 		var b strings.Builder
 		b.WriteString(placementDiag(ms, web)())
@@ -207,7 +207,7 @@ func partitionDiag(ms []*fleetMember, web *probeLog, net *coretest.Partition) fu
 			}
 			b.WriteString("\n")
 		}
-		fmt.Fprintf(&b, "proxied %d, dropped %d\n", net.Forwarded.Load(), net.Dropped.Load())
+		fmt.Fprintf(&b, "proxied %d, dropped %d\n", proxy.Forwarded.Load(), proxy.Dropped.Load())
 		return b.String()
 	}
 }
