@@ -33,6 +33,7 @@ func TestParseFleet(t *testing.T) {
 	input := `healthroute example.org {
 fleet {
   bind 127.0.0.1:7946
+  advertise 192.0.2.10:17946
   join 127.0.0.2:7946 127.0.0.3:7946
   name dns-a
   key_file ` + good + `
@@ -51,7 +52,7 @@ fleet {
 	if f == nil {
 		t.Fatal("no fleet")
 	}
-	if f.Bind != netip.MustParseAddrPort("127.0.0.1:7946") || len(f.Join) != 2 || f.Join[1] != netip.MustParseAddrPort("127.0.0.3:7946") ||
+	if f.Bind != netip.MustParseAddrPort("127.0.0.1:7946") || f.Advertise != netip.MustParseAddrPort("192.0.2.10:17946") || len(f.Join) != 2 || f.Join[1] != netip.MustParseAddrPort("127.0.0.3:7946") ||
 		f.Name != "dns-a" || string(f.Key) != "0123456789abcdef0123456789abcdef" || f.Quorum != 25 || f.Insecure ||
 		f.Profile != fleet.LAN || f.Beat != 500*time.Millisecond || f.Suspicion != 2*time.Second || f.Limits.Streams != 64 || f.Limits.StreamsPerPeer != 8 {
 		t.Errorf("fleet config: %+v", f)
@@ -62,9 +63,15 @@ fleet {
 		t.Fatal(err)
 	}
 	host, _ := os.Hostname()
-	if f := cfg.Fleet; f.Quorum != 18 || !f.Insecure || f.Key != nil || f.Name != host || f.Bind.Port() != 7946 ||
+	if f := cfg.Fleet; f.Quorum != 18 || !f.Insecure || f.Key != nil || f.Name != host || f.Bind.Port() != 7946 || f.Advertise.IsValid() ||
 		f.Profile != fleet.WAN || f.Beat != 0 || f.Suspicion != 0 || f.Limits != (fleet.Limits{}) {
 		t.Errorf("defaults: %+v", f)
+	}
+
+	// An IPv4 address written as IPv6 is advertised as IPv4, as memberlist compares them.
+	cfg, err = parse(caddy.NewTestController("dns", "healthroute example.org {\nfleet {\ninsecure\nadvertise [::ffff:10.0.0.7]:7946\n}\n}"))
+	if err != nil || cfg.Fleet.Advertise != netip.MustParseAddrPort("10.0.0.7:7946") {
+		t.Errorf("advertise [::ffff:10.0.0.7]:7946: %v, %v", cfg.Fleet, err)
 	}
 
 	cfg, err = parse(caddy.NewTestController("dns", "healthroute example.org"))
@@ -82,6 +89,15 @@ func TestParseFleetErrors(t *testing.T) {
 		{"short key", "healthroute {\nfleet {\nkey_file " + bad + "\n}\n}", 3, "fleet: key_file: invalid key in '" + bad + "', expected base64 of 16, 24 or 32 bytes"},
 		{"bad bind", "healthroute {\nfleet {\ninsecure\nbind localhost\n}\n}", 4, "fleet: bind: invalid value 'localhost', expected ADDRESS:PORT"},
 		{"bind port 0", "healthroute {\nfleet {\ninsecure\nbind 127.0.0.1:0\n}\n}", 4, "fleet: bind: invalid value '127.0.0.1:0'"},
+		{"advertise a host name", "healthroute {\nfleet {\ninsecure\nadvertise dns-a.example.org:7946\n}\n}", 4, "fleet: advertise: invalid value 'dns-a.example.org:7946', expected ADDRESS:PORT, the IP address and port the other members reach this one at"},
+		{"advertise without port", "healthroute {\nfleet {\ninsecure\nadvertise 10.0.0.7\n}\n}", 4, "fleet: advertise: invalid value '10.0.0.7', expected ADDRESS:PORT"},
+		{"advertise port 0", "healthroute {\nfleet {\ninsecure\nadvertise 10.0.0.7:0\n}\n}", 4, "fleet: advertise: invalid value '10.0.0.7:0', expected ADDRESS:PORT"},
+		{"advertise 0.0.0.0", "healthroute {\nfleet {\ninsecure\nadvertise 0.0.0.0:7946\n}\n}", 4, "fleet: advertise: invalid value '0.0.0.0:7946', expected the address of this member as the others reach it, not 0.0.0.0"},
+		{"advertise ::", "healthroute {\nfleet {\ninsecure\nadvertise [::]:7946\n}\n}", 4, "fleet: advertise: invalid value '[::]:7946', expected the address of this member as the others reach it, not ::"},
+		{"advertise multicast", "healthroute {\nfleet {\ninsecure\nadvertise 224.0.0.1:7946\n}\n}", 4, "not 224.0.0.1"},
+		{"advertise with zone", "healthroute {\nfleet {\ninsecure\nadvertise [fe80::1%eth0]:7946\n}\n}", 4, "fleet: advertise: invalid value '[fe80::1%eth0]:7946', expected an address without a zone (%eth0)"},
+		{"advertise twice", "healthroute {\nfleet {\ninsecure\nadvertise 10.0.0.7:7946\nadvertise 10.0.0.8:7946\n}\n}", 5, "fleet: advertise: given twice"},
+		{"advertise two addresses", "healthroute {\nfleet {\ninsecure\nadvertise 10.0.0.7:7946 10.0.0.8:7946\n}\n}", 4, "Wrong argument count"},
 		{"bad join", "healthroute {\nfleet {\ninsecure\njoin 127.0.0.2:7946 127.0.0.3\n}\n}", 4, "fleet: join: invalid value '127.0.0.3', expected ADDRESS:PORT"},
 		{"join without address", "healthroute {\nfleet {\ninsecure\njoin\n}\n}", 4, "Wrong argument count"},
 		{"quorum without %", "healthroute {\nfleet {\ninsecure\nquorum 18\n}\n}", 4, "fleet: quorum: invalid value '18', expected a percentage from 0% to 99%"},

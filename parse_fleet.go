@@ -19,8 +19,8 @@ import (
 	"github.com/healthroute/healthroute/internal/watch"
 )
 
-// parseFleet reads `fleet { bind; join; name; key_file; quorum; insecure; profile;
-// heartbeat; suspicion; max_connections; region; role }` into cfg.Fleet. It reads and checks the
+// parseFleet reads `fleet { bind; advertise; join; name; key_file; quorum; insecure;
+// profile; heartbeat; suspicion; max_connections; region; role }` into cfg.Fleet. It reads and checks the
 // key file and starts nothing.
 func parseFleet(c *caddy.Controller, cfg *blockConfig) error {
 	if cfg.Fleet != nil {
@@ -61,6 +61,21 @@ func parseFleet(c *caddy.Controller, cfg *blockConfig) error {
 				return c.Errf("fleet: bind: invalid value '%s', expected ADDRESS:PORT", v)
 			}
 			fc.Bind = ap
+		case "advertise":
+			v, err := oneArg(c, a)
+			if err != nil {
+				return err
+			}
+			ap, err := netip.ParseAddrPort(v)
+			switch {
+			case err != nil || ap.Port() == 0:
+				return c.Errf("fleet: advertise: invalid value '%s', expected ADDRESS:PORT, the IP address and port the other members reach this one at", v)
+			case ap.Addr().IsUnspecified() || ap.Addr().IsMulticast():
+				return c.Errf("fleet: advertise: invalid value '%s', expected the address of this member as the others reach it, not %s", v, ap.Addr())
+			case ap.Addr().Zone() != "":
+				return c.Errf("fleet: advertise: invalid value '%s', expected an address without a zone (%%%s)", v, ap.Addr().Zone())
+			}
+			fc.Advertise = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 		case "join":
 			if len(a) == 0 {
 				return c.ArgErr()

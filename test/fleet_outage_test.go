@@ -125,7 +125,7 @@ func (s *answerSampler) stop() (wrong int, summary string) {
 	var b strings.Builder
 	for name, n := range s.samples {
 		wrong += s.wrong[name]
-		fmt.Fprintf(&b, "%s: %d samples, %d answered the primary (first at %s), %d unanswered; ", name, n, s.wrong[name], s.first[name], s.failed[name])
+		fmt.Fprintf(&b, "%s: %d samples, %d answered %s (first at %s), %d unanswered; ", name, n, s.wrong[name], s.bad, s.first[name], s.failed[name])
 	}
 	return wrong, b.String()
 }

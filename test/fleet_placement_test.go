@@ -18,12 +18,14 @@ import (
 	"github.com/healthroute/healthroute/view"
 )
 
-// probeLog is an HTTP endpoint on loopback that answers OK and logs which checker
-// (named in the probe's User-Agent) probed it when.
+// probeLog is an HTTP endpoint on loopback that answers OK (503 to the checkers
+// failFrom names) and logs which checker (named in the probe's User-Agent) probed
+// it when.
 type probeLog struct {
 	*httptest.Server
-	mu     sync.Mutex
-	probes []probeAt
+	mu      sync.Mutex
+	probes  []probeAt
+	failing []string
 }
 
 type probeAt struct {
@@ -41,11 +43,23 @@ func newProbeLog(t *testing.T) *probeLog {
 		}
 		p.mu.Lock()
 		p.probes = append(p.probes, probeAt{name, time.Now()})
+		fail := slices.Contains(p.failing, name)
 		p.mu.Unlock()
+		if fail {
+			http.Error(w, "down for you", http.StatusServiceUnavailable)
+			return
+		}
 		fmt.Fprint(w, "OK")
 	}))
 	t.Cleanup(p.Close)
 	return p
+}
+
+// failFrom makes the probes of checkers fail from now on (none: every probe passes).
+func (p *probeLog) failFrom(checkers ...string) {
+	p.mu.Lock()
+	p.failing = slices.Clone(checkers)
+	p.mu.Unlock()
 }
 
 // since returns the probes from t on, per checker.
@@ -59,6 +73,19 @@ func (p *probeLog) since(t time.Time) map[string]int {
 		}
 	}
 	return out
+}
+
+// lastFrom returns when the last probe of any of checkers arrived.
+func (p *probeLog) lastFrom(checkers []string) time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var last time.Time
+	for _, pr := range p.probes {
+		if slices.Contains(checkers, pr.checker) && pr.at.After(last) {
+			last = pr.at
+		}
+	}
+	return last
 }
 
 func total(by map[string]int) int {

@@ -1,6 +1,7 @@
 package test
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
@@ -73,9 +74,20 @@ func (e *fleetEndpoint) forget(checker string) {
 type fleetMember struct {
 	name                      string
 	dns, api, gossip, metrics int
+	gossipIP                  string // the IP its gossip binds; "": 127.0.0.1
+	advertise                 string // its advertise line's ADDRESS:PORT; "": none
 	corefile                  string
 	srv                       *coretest.Server
 }
+
+// bindAddr is m's gossip bind address.
+func (m *fleetMember) bindAddr() string {
+	return fmt.Sprintf("%s:%d", cmp.Or(m.gossipIP, "127.0.0.1"), m.gossip)
+}
+
+// reachAddr is where the other members reach m: its advertised address, else its
+// bind address.
+func (m *fleetMember) reachAddr() string { return cmp.Or(m.advertise, m.bindAddr()) }
 
 // fleetMembers lays out n members joining each other with the fleet block users
 // write (default timers), each probing url every second.
@@ -102,16 +114,20 @@ func fleetMembersProbing(t testing.TB, n int, url, settings string) []*fleetMemb
 }
 
 // fleetCorefile is m's Corefile: example.org on its DNS port, prometheus, and a
-// healthroute block with its api and a fleet block joining ms with keyFile (plus
-// the lines fleetExtra), holding body (checks and records).
+// healthroute block with its api and a fleet block (with m's advertise line, if
+// any) joining ms with keyFile (plus the lines fleetExtra), holding body (checks
+// and records).
 func (m *fleetMember) fleetCorefile(ms []*fleetMember, keyFile, fleetExtra, body string) string {
+	if m.advertise != "" {
+		fleetExtra = "advertise " + m.advertise + "\n\t\t\t" + fleetExtra
+	}
 	return fmt.Sprintf(`example.org:%d {
 	bind 127.0.0.1
 	prometheus 127.0.0.1:%d
 	healthroute {
 		api 127.0.0.1:%d
 		fleet {
-			bind 127.0.0.1:%d
+			bind %s
 			join %s
 			name %s
 			key_file %s
@@ -119,7 +135,7 @@ func (m *fleetMember) fleetCorefile(ms []*fleetMember, keyFile, fleetExtra, body
 		}
 		%s
 	}
-}`, m.dns, m.metrics, m.api, m.gossip, m.join(ms), m.name, keyFile, fleetExtra, body)
+}`, m.dns, m.metrics, m.api, m.bindAddr(), m.join(ms), m.name, keyFile, fleetExtra, body)
 }
 
 // newFleetMembers names n members dns-a, dns-b... with free ports, and writes
@@ -140,12 +156,12 @@ func newFleetMembers(t testing.TB, n int) ([]*fleetMember, string) {
 	return ms, keyFile
 }
 
-// join is m's join line: every other member's gossip address.
+// join is m's join line: every other member's gossip address, as it is reached.
 func (m *fleetMember) join(ms []*fleetMember) string {
 	var join []string
 	for _, o := range ms {
 		if o != m {
-			join = append(join, fmt.Sprintf("127.0.0.1:%d", o.gossip))
+			join = append(join, o.reachAddr())
 		}
 	}
 	return strings.Join(join, " ")

@@ -82,6 +82,7 @@ var errNoKey = errors.New("fleet: gossip needs a key (key_file) unless insecure 
 type Config struct {
 	Name       string           // unique member name
 	Bind       netip.AddrPort   // gossip address (UDP and TCP); port 0 picks one
+	Advertise  netip.AddrPort   // the address the other members reach this one at (NAT, a Service, a proxy); zero: Bind's
 	Join       []netip.AddrPort // members to join; retried in the background
 	Key        []byte           // AES key of 16, 24 or 32 bytes; nil only with Insecure
 	Insecure   bool             // gossip in the clear
@@ -163,7 +164,8 @@ type Fleet struct {
 
 	ml      atomic.Pointer[memberlist.Memberlist]
 	nodes   atomic.Int32 // len(alive), for the broadcast queue (numNodes)
-	addr    string       // this member's gossip address, set by Start
+	addr    string       // this member's gossip address, as the others reach it (advertised), set by Start
+	bound   string       // the address its gossip listeners are bound to, set by Start
 	queue   *memberlist.TransmitLimitedQueue
 	kick    chan struct{}
 	jobs    chan job
@@ -314,6 +316,9 @@ func (f *Fleet) Start() error {
 	if !addr.IsUnspecified() {
 		mc.AdvertiseAddr = addr.String()
 	}
+	if a := f.cfg.Advertise; a.IsValid() {
+		mc.AdvertiseAddr, mc.AdvertisePort = a.Addr().Unmap().String(), int(a.Port())
+	}
 	if f.cfg.wrap != nil {
 		tr = f.cfg.wrap(tr)
 	}
@@ -325,6 +330,7 @@ func (f *Fleet) Start() error {
 		return fmt.Errorf("fleet: %w", err)
 	}
 	f.addr = ml.LocalNode().Address()
+	f.bound = netip.AddrPortFrom(addr, uint16(port)).String()
 	f.ml.Store(ml)
 	ctx, cancel := context.WithCancel(context.Background())
 	f.cancel = cancel
@@ -461,7 +467,9 @@ func (f *Fleet) tick() {
 			delete(f.lost, name)
 		}
 	}
-	outs = append(outs, f.beatMsg(now))
+	beat := f.beatMsg(now)
+	outs = append(outs, beat)
+	straight := f.beatTargetsLocked(now)
 	membersAlive.Set(float64(len(f.alive)))
 	f.dirtyAll = f.dirtyAll || changed
 	f.mu.Unlock()
@@ -469,6 +477,55 @@ func (f *Fleet) tick() {
 	for _, b := range outs {
 		f.broadcast(b)
 	}
+	if len(straight) > 0 {
+		ml := f.ml.Load()
+		for i := range straight {
+			if err := ml.SendBestEffort(&straight[i], beat.msg); err != nil {
+				log.Debugf("fleet: beat to %s: %v", straight[i].Name, err)
+			}
+		}
+	}
+}
+
+// maxBeatStraight bounds the members a beat goes straight to (beatTargetsLocked).
+const maxBeatStraight = 16
+
+// beatTargetsLocked returns the members this beat also goes straight to, one
+// datagram each. A beat is gossiped: memberlist sends it to a few random members it
+// lists, which relay it. While many of those are silent (a partition, or crashes
+// memberlist has not declared yet: it keeps them for 30 s or more), the
+// transmissions spent on them are lost: with 8 members split 3/5, 43% of the beats
+// among the 3 never arrived, and a member went unheard by its own side past
+// suspicion and dropped out of their counts and checkers. So while at least a
+// quarter of the other members listed have not been heard from for half of
+// suspicion, each member heard from within suspicion gets the beat straight too (at
+// most maxBeatStraight, picked at random). A few silent members take a few
+// transmissions, which the relays make up for; with every member heard (or a few
+// late, as in an overloaded process), nothing more is sent.
+func (f *Fleet) beatTargetsLocked(now time.Time) []memberlist.Node {
+	var heard []memberlist.Node
+	others, silent := 0, 0
+	for name, n := range f.alive {
+		if name == f.cfg.Name {
+			continue
+		}
+		others++
+		p := f.peers[name]
+		if p == nil || now.Sub(p.heard) > f.cfg.Suspicion/2 {
+			silent++
+		}
+		if p != nil && now.Sub(p.heard) <= f.cfg.Suspicion {
+			heard = append(heard, n)
+		}
+	}
+	if silent == 0 || 4*silent < others {
+		return nil
+	}
+	if len(heard) > maxBeatStraight {
+		rand.Shuffle(len(heard), func(i, j int) { heard[i], heard[j] = heard[j], heard[i] })
+		heard = heard[:maxBeatStraight]
+	}
+	return heard
 }
 
 // agePeersLocked notices members falling silent and forgets those long gone; it
@@ -555,7 +612,7 @@ func (f *Fleet) missing() []string {
 	}
 	var out []string
 	add := func(a string) {
-		if a != self && !up[a] && !slices.Contains(out, a) {
+		if a != self && a != f.bound && !up[a] && !slices.Contains(out, a) {
 			out = append(out, a)
 		}
 	}

@@ -187,6 +187,7 @@ func fast(c *memberlist.Config) {
 type member struct {
 	name            string
 	bind            netip.AddrPort
+	advertise       netip.AddrPort // zero: none (the bind address)
 	key             []byte
 	join            []string
 	beat, suspicion time.Duration            // 0: the defaults
@@ -210,7 +211,7 @@ func start(t testing.TB, n *netsim, m member) *Fleet {
 	if !m.bind.IsValid() {
 		m.bind = netip.MustParseAddrPort("127.0.0.1:0")
 	}
-	cfg := Config{Name: m.name, Bind: m.bind, Key: m.key, Insecure: m.key == nil, Quorum: DefaultQuorum,
+	cfg := Config{Name: m.name, Bind: m.bind, Advertise: m.advertise, Key: m.key, Insecure: m.key == nil, Quorum: DefaultQuorum,
 		Beat: m.beat, Suspicion: m.suspicion, MaxBackoff: m.maxBackoff, tune: m.tune, Region: m.region, Role: m.role}
 	for _, j := range m.join {
 		cfg.Join = append(cfg.Join, netip.MustParseAddrPort(j))

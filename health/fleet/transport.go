@@ -186,9 +186,17 @@ func (t *transport) DialTimeout(addr string, timeout time.Duration) (net.Conn, e
 	return t.DialAddressTimeout(memberlist.Address{Addr: addr}, timeout)
 }
 
-// DialAddressTimeout implements memberlist.NodeAwareTransport.
+// DialAddressTimeout implements memberlist.NodeAwareTransport. Bound to a specific
+// address, a member's connections leave from it, as its datagrams do (they are sent
+// from the UDP listener): the others, and whatever forwards gossip between them (a
+// NAT, a proxy), see one address per member whichever way it sends.
 func (t *transport) DialAddressTimeout(a memberlist.Address, timeout time.Duration) (net.Conn, error) {
 	d := net.Dialer{Timeout: timeout}
+	if local := t.tcp.Addr().(*net.TCPAddr); !local.IP.IsUnspecified() {
+		if to, err := netip.ParseAddrPort(a.Addr); err == nil && to.Addr().Unmap().Is4() == (local.IP.To4() != nil) {
+			d.LocalAddr = &net.TCPAddr{IP: local.IP}
+		}
+	}
 	return d.Dial("tcp", a.Addr)
 }
 
