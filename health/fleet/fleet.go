@@ -475,11 +475,12 @@ const maxBeatStraight = 16
 // transmissions spent on them are lost: with 8 members split 3/5, 43% of the beats
 // among the 3 never arrived, and a member went unheard by its own side past
 // suspicion and dropped out of their counts and checkers. So while at least a
-// quarter of the other members listed have not been heard from for half of
-// suspicion, each member heard from within suspicion gets the beat straight too (at
-// most maxBeatStraight, picked at random). A few silent members take a few
-// transmissions, which the relays make up for; with every member heard (or a few
-// late, as in an overloaded process), nothing more is sent.
+// quarter of the other members listed, heard from before, have not been heard from
+// for half of suspicion, each member heard from within suspicion gets the beat
+// straight too (at most maxBeatStraight, picked at random). A few silent members
+// take a few transmissions, which the relays make up for; with every member heard
+// (or a few late, as in an overloaded process, or some joining), nothing more is
+// sent.
 func (f *Fleet) beatTargetsLocked(now time.Time) []memberlist.Node {
 	var heard []memberlist.Node
 	others, silent := 0, 0
@@ -489,8 +490,8 @@ func (f *Fleet) beatTargetsLocked(now time.Time) []memberlist.Node {
 		}
 		others++
 		p := f.peers[name]
-		if p == nil || now.Sub(p.heard) > f.cfg.Suspicion/2 {
-			silent++
+		if p != nil && !p.heard.IsZero() && now.Sub(p.heard) > f.cfg.Suspicion/2 {
+			silent++ // heard before, not lately; one not heard yet is joining, and beats within a beat
 		}
 		if p != nil && now.Sub(p.heard) <= f.cfg.Suspicion {
 			heard = append(heard, n)
