@@ -499,11 +499,12 @@ const maxBeatStraight = 16
 // transmissions spent on them are lost: with 8 members split 3/5, 43% of the beats
 // among the 3 never arrived, and a member went unheard by its own side past
 // suspicion and dropped out of their counts and checkers. So while at least a
-// quarter of the other members listed have not been heard from for half of
-// suspicion, each member heard from within suspicion gets the beat straight too (at
-// most maxBeatStraight, picked at random). A few silent members take a few
-// transmissions, which the relays make up for; with every member heard (or a few
-// late, as in an overloaded process), nothing more is sent.
+// quarter of the other members listed, heard from before, have not been heard from
+// for half of suspicion, each member heard from within suspicion gets the beat
+// straight too (at most maxBeatStraight, picked at random). A few silent members
+// take a few transmissions, which the relays make up for; with every member heard
+// (or a few late, as in an overloaded process, or some joining), nothing more is
+// sent.
 //
 // In a fleet of more than beatGossipMax members every beat goes straight to every
 // member instead, and is not gossiped (gossip is false).
@@ -525,8 +526,8 @@ func (f *Fleet) beatTargetsLocked(now time.Time) (straight []memberlist.Node, go
 		}
 		others++
 		p := f.peers[name]
-		if p == nil || now.Sub(p.heard) > f.cfg.Suspicion/2 {
-			silent++
+		if p != nil && !p.heard.IsZero() && now.Sub(p.heard) > f.cfg.Suspicion/2 {
+			silent++ // heard before, not lately; one not heard yet is joining, and beats within a beat
 		}
 		if p != nil && now.Sub(p.heard) <= f.cfg.Suspicion {
 			heard = append(heard, n)

@@ -194,7 +194,7 @@ func (t *transport) DialAddressTimeout(a memberlist.Address, timeout time.Durati
 	d := net.Dialer{Timeout: timeout}
 	if local := t.tcp.Addr().(*net.TCPAddr); !local.IP.IsUnspecified() {
 		if to, err := netip.ParseAddrPort(a.Addr); err == nil && to.Addr().Unmap().Is4() == (local.IP.To4() != nil) {
-			d.LocalAddr = &net.TCPAddr{IP: local.IP}
+			d.LocalAddr, d.Control = &net.TCPAddr{IP: local.IP}, dialFromControl
 		}
 	}
 	return d.Dial("tcp", a.Addr)
