@@ -45,7 +45,7 @@ func TestSimulationPlacementFakeClock(t *testing.T) {
 	}
 	// Agreement is polled on at most 5,000 checks, once a second of the fake clock:
 	// a poll costs CPU, never time on the fake clock.
-	z.stride, z.poll = max(z.checks/5000, 1), time.Second
+	z.stride, z.poll = coprimeStride(z.checks/5000, int(z.interval/time.Second)), time.Second
 	wall, cpu0 := time.Now(), cpuTime()
 	var f simFigures
 	synctest.Test(t, func(t *testing.T) {
@@ -77,4 +77,24 @@ func TestSimulationPlacementFakeClock(t *testing.T) {
 	if f.held < want*3/4 || f.held > want*5/4 {
 		t.Errorf("%d own reports per member, want about %d (%d checks, checkers %d, on %d members)", f.held, want, z.checks, z.checkers, z.members)
 	}
+}
+
+// coprimeStride is the least stride of at least s (1 at least) that has no factor in
+// common with every, the seconds of the probe driver's round (check j is probed in
+// rounds j mod every): a stride such as 20 against 30 would poll only checks probed
+// in 3 of the 30 rounds, and agreement would be seen before most checks had a first
+// result.
+func coprimeStride(s, every int) int {
+	s = max(s, 1)
+	for gcd(s, every) != 1 {
+		s++
+	}
+	return s
+}
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
 }

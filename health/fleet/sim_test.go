@@ -438,7 +438,8 @@ func BenchmarkSimulationPlacementChecks(b *testing.B) {
 		{members: 20, checks: 100_000, checkers: 3},
 		{members: 20, checks: 100_000, checkers: 0},
 	} {
-		z.interval, z.stride = 30*time.Second, max(z.checks/5000, 1)
+		z.interval = 30 * time.Second
+		z.stride = coprimeStride(z.checks/5000, 30)
 		b.Run(fmt.Sprintf("%dx%d/checkers=%d", z.members, z.checks, z.checkers), func(b *testing.B) {
 			for range b.N {
 				reportSim(b, placementSim(b, z, 5*time.Minute))
