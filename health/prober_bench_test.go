@@ -244,7 +244,7 @@ func BenchmarkProber(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/checks=%d", typ, checks), func(b *testing.B) {
 				// 64 endpoints: at 10,000 connections a second the 4-tuples of one
 				// endpoint's closed connections would outrun the ephemeral ports.
-				addrs, pid := responderProcessPID(b, 64, cpu, typ == HTTPS)
+				addrs, pid := benchEndpoints(b, 64, cpu, typ == HTTPS)
 				benchProber(b, typ, checks, addrs, pid)
 			})
 		}

@@ -12,9 +12,18 @@ import (
 // heard within suspicion, every second for 30 s. Gossiped, 120 members' beats need
 // more sends than memberlist's gossip has room for, and members drop out of each
 // other's counts (m00 counted 108 of the other 119).
+//
+// It does not run under the race detector, whose own runtime crashed on it
+// ("ThreadSanitizer: CHECK failed", a fault of synctest under -race in Go 1.26,
+// golang/go#78156) in one run of two at 120 members and about one in ten at 40,
+// ending the whole test binary: scripts/test runs it without. Beats sent straight to
+// members run under the race detector in TestPartitionSidesKeepCountingDefaults.
 func TestLargeFleetKeepsCountingDefaults(t *testing.T) {
 	if testing.Short() {
 		t.Skip("120 members")
+	}
+	if raceDetector {
+		t.Skip("crashes the race detector's runtime (golang/go#78156); scripts/test runs it without -race")
 	}
 	const size = 120
 	synctest.Test(t, func(t *testing.T) {
