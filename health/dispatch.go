@@ -3,6 +3,7 @@ package health
 import (
 	"container/heap"
 	"context"
+	"runtime"
 	"sync"
 	"time"
 )
@@ -192,6 +193,13 @@ func (s *Scheduler) probeWorker(ctx context.Context, r turnReq) {
 	idle := time.NewTimer(probeWorkerIdle)
 	defer idle.Stop()
 	for {
+		// A goroutine handed a turn (or just started for one) runs next, ahead of
+		// the probes under way whose responses have arrived: on a saturated core new
+		// probes then kept starting while those waited, until a probe took a second
+		// and the probe slots ran out. Yielding first queues the new probe behind
+		// them (BenchmarkProber, 100,000 checks on one core: lag p99 0 in three runs
+		// of three, against 0.2-2.9 s without).
+		runtime.Gosched()
 		s.runTurn(r.e, r.woken)
 		idle.Reset(probeWorkerIdle)
 		select {

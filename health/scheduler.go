@@ -471,10 +471,19 @@ func (s *Scheduler) jitter(interval time.Duration) time.Duration {
 // probe runs one probe under the check's budget; a panic in a checker fails the probe.
 func (s *Scheduler) probe(ctx context.Context, c Checker, spec *Spec) (took time.Duration, ph Phases, err error) {
 	b := budget(spec)
-	ctx, cancel := context.WithTimeout(ctx, b)
-	defer cancel()
 	start := time.Now()
-	tr := new(trace)
+	var tr *trace
+	if boundsOwnWaits(c) {
+		pc := &probeCtx{Context: ctx, deadline: start.Add(b)}
+		tr, ctx = &pc.tr, pc
+		tr.clock.start = start
+	} else {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, b)
+		defer cancel()
+		tr = new(trace)
+		ctx = withTrace(ctx, tr, spec.Type)
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			log.Errorf("check %s: probe panicked: %v", spec.Name, r)
@@ -483,7 +492,7 @@ func (s *Scheduler) probe(ctx context.Context, c Checker, spec *Spec) (took time
 		took = time.Since(start)
 		ph = tr.clock.phases(took)
 	}()
-	err = c.Check(withTrace(ctx, tr, spec.Type))
+	err = c.Check(ctx)
 	if err != nil && tr.local.Load() {
 		err = localError{err}
 	}
