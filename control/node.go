@@ -103,6 +103,7 @@ type Node struct {
 	cfg        Config
 	fsm        *fsm
 	raft       *raft.Raft
+	ready      chan struct{} // closed once raft is set: the control port accepts before
 	mux        *mux
 	trans      closingTransport
 	closeStore func() // the raft log, its meta database and the directory's lock
@@ -191,7 +192,7 @@ func Open(cfg Config, onChange func(*State)) (*Node, error) {
 		return nil, err
 	}
 	store, snaps, closeStore := ds.store, ds.snaps, ds.close
-	n := &Node{cfg: cfg, fsm: f, closeStore: closeStore}
+	n := &Node{cfg: cfg, fsm: f, closeStore: closeStore, ready: make(chan struct{})}
 	n.policy.Store(&Policy{})
 	if cfg.Bind == "" { // a single voter without a control port
 		_, n.trans = raft.NewInmemTransport(raft.ServerAddress(cfg.Voters[0].Addr))
@@ -242,6 +243,7 @@ func Open(cfg Config, onChange func(*State)) (*Node, error) {
 		return fail(fmt.Errorf("starting raft: %v", err))
 	}
 	n.raft = r
+	close(n.ready)
 	current.Store(n)
 	return n, nil
 }
@@ -509,7 +511,11 @@ func (n *Node) serveForward(c net.Conn) {
 		return
 	}
 	var rep reply
-	if n.raft.State() != raft.Leader {
+	if !n.started() {
+		// The control port accepts from the moment it is bound, before raft runs: a
+		// member restarting at a leader's address gets the requests sent to it.
+		rep = reply{Err: n.noQuorum("the member it was sent to is starting").Error(), Quorum: true}
+	} else if n.raft.State() != raft.Leader {
 		rep = reply{Err: n.noQuorum("the member it was sent to is no longer the leader").Error(), Quorum: true}
 	} else {
 		rep = n.lead(req)
@@ -525,11 +531,30 @@ func (n *Node) noQuorum(why string) error {
 		names = append(names, s.ID)
 	}
 	contact := ""
-	if lc := n.Status().LastContact; lc > 0 {
+	if lc := n.lastContact(); lc > 0 {
 		contact = " (last contact with a leader: " + lc.Round(time.Millisecond).String() + " ago)"
 	}
 	return &QuorumError{Msg: fmt.Sprintf("refused: no quorum: a change needs %d of the %d voters (%s) and %s%s; this member keeps answering from the state it has",
 		len(names)/2+1, len(names), strings.Join(names, ", "), why, contact)}
+}
+
+// lastContact is how long ago this member last heard from a leader (0: never, or
+// raft not started yet).
+func (n *Node) lastContact() time.Duration {
+	if !n.started() {
+		return 0
+	}
+	return n.Status().LastContact
+}
+
+// started reports whether raft runs (n.raft is set).
+func (n *Node) started() bool {
+	select {
+	case <-n.ready:
+		return true
+	default:
+		return false
+	}
 }
 
 // Status is what this member knows of the raft group.

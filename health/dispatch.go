@@ -198,7 +198,7 @@ func (s *Scheduler) probeWorker(ctx context.Context, r turnReq) {
 		// probes then kept starting while those waited, until a probe took a second
 		// and the probe slots ran out. Yielding first queues the new probe behind
 		// them (BenchmarkProber, 100,000 checks on one core: lag p99 0 in three runs
-		// of three, against 0.2-2.9 s without).
+		// of three, against 0-2.9 s without).
 		runtime.Gosched()
 		s.runTurn(r.e, r.woken)
 		idle.Reset(probeWorkerIdle)
