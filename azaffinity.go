@@ -51,22 +51,6 @@ func (c *azChain) String() string {
 	return "unknown"
 }
 
-// validateAZGroup refuses two members of one group for one location.
-func validateAZGroup(parsed *parseState, rs *recordSet, t string, group []*member) error {
-	seen := map[azKey]bool{}
-	for _, m := range group {
-		k := azKey{m.AZLevel, m.AZID}
-		if seen[k] {
-			return parsed.pos[m].errorf("record %s: location '%s' has a second %s member; azaffinity records have one per location", rs.Name, azKeyString(k), t)
-		}
-		seen[k] = true
-	}
-	if !seen[azKey{level: azGlobal}] {
-		log.Warningf("record %s: azaffinity %s group has no global member: queries from unknown locations get no answer", rs.Name, t)
-	}
-	return nil
-}
-
 func azKeyString(k azKey) string {
 	if k.level == azGlobal {
 		return "global"
@@ -84,7 +68,7 @@ type azPlan struct {
 }
 
 // newAZPlan returns the plan of cfg's location lines; nil without any.
-func newAZPlan(cfg *blockConfig) *azPlan {
+func newAZPlan(cfg *routingConfig) *azPlan {
 	az := cfg.AZ
 	if az == nil {
 		return nil

@@ -349,7 +349,10 @@ func (h *HealthRoute) OnStartup() error {
 	if path := h.cfg.LatencyTable; path != "" {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
-		go func() { defer close(done); watchLatencyTable(ctx, h.resolver, path, latencyTablePeriod) }()
+		go func() {
+			defer close(done)
+			watchLatencyTable(ctx, h.resolver, path, h.cfg.fileLimit(), latencyTablePeriod)
+		}()
 		h.unwatch = func() { cancel(); <-done }
 	}
 	if r := h.cfg.Route53; r != nil {

@@ -2,14 +2,12 @@ package healthroute
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"io"
 	"math"
 	"net/netip"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/healthroute/healthroute/internal/watch"
 )
@@ -90,21 +88,4 @@ func readLatencyTable(r io.Reader, name string, ids map[string]int) (*latencyTab
 		t.rows.add(p, row)
 	}
 	return t, nil
-}
-
-// watchLatencyTable reloads the table at path into r whenever the file changes or
-// is replaced (see internal/watch), checking every period, until ctx ends. The
-// first check reloads: the file may have changed since setup read it. A file that
-// fails to load is logged and the last good table keeps serving.
-func watchLatencyTable(ctx context.Context, r *resolver, path string, period time.Duration) {
-	watch.Poll(ctx, period, []string{path}, nil, func() bool {
-		t, err := loadLatencyTable(path, r.plan.regionIDs, r.cfg.fileLimit())
-		if err != nil {
-			log.Errorf("latency_table: keeping the previous table: %v", limitHint(err))
-			return true // tried again once the file changes again
-		}
-		r.latency.Store(t)
-		log.Debugf("latency_table: loaded %s (%d prefixes)", path, t.rows.len())
-		return true
-	})
 }

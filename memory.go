@@ -31,7 +31,7 @@ type memberKey struct {
 // told apart by its address: the answer series a member counts into are numbered by
 // record set (plan.memberSeries). Record sets whose lists of members are then alike share
 // the list too.
-func shareMembers(cfg *blockConfig) {
+func shareMembers(cfg *routingConfig) {
 	seen := map[memberKey]*member{}
 	lists := map[*member][]*member{} // the first list to start with each member
 	for _, rs := range cfg.Records {

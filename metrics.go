@@ -124,7 +124,7 @@ func (probeObserver) Changed(spec *health.Spec, down bool) {
 }
 
 // per query, each record group that started or stopped answering in its last resort.
-func (r *resolver) observePublication(prev, t *table, took time.Duration) {
+func observePublication(r *resolver, prev, t *table, took time.Duration) {
 	compileDuration.Observe(took.Seconds())
 	publicationsTotal.Inc()
 	checks, nodes := t.flipped, t.changed // what the compile reached; nil: everything

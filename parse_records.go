@@ -347,12 +347,6 @@ var rrFields = map[uint16]int{
 	dns.TypeNS: 1, dns.TypePTR: 1,
 }
 
-// aliasTypes are the types an alias may name, as Route 53's aliases have them.
-var aliasTypes = map[uint16]bool{
-	dns.TypeA: true, dns.TypeAAAA: true, dns.TypeCNAME: true, dns.TypeMX: true, dns.TypeTXT: true,
-	dns.TypeSPF: true, dns.TypeSRV: true, dns.TypeCAA: true, dns.TypePTR: true, dns.TypeNAPTR: true,
-}
-
 // quotedFields are the character-string fields of a value, by type: the Corefile
 // lexer unquotes them, and they go back between quotes for the zone-file parser.
 var quotedFields = map[uint16][]int{dns.TypeCAA: {2}, dns.TypeNAPTR: {2, 3, 4}}

@@ -3,6 +3,7 @@ package healthroute
 import (
 	"context"
 	"fmt"
+	"github.com/healthroute/healthroute/internal/watch"
 	"net/netip"
 	"os"
 	"strings"
@@ -104,7 +105,7 @@ func TestLatencyTableReload(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
-	go func() { watchLatencyTable(ctx, r, table, 10*time.Millisecond); close(done) }()
+	go func() { watchLatencyTable(ctx, r, table, watch.DefaultLimit, 10*time.Millisecond); close(done) }()
 	defer func() { cancel(); <-done }()
 	if err := os.WriteFile(table, []byte("192.0.2.0/24,a,50\n192.0.2.0/24,b,20\n"), 0o644); err != nil {
 		t.Fatal(err)

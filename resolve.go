@@ -88,7 +88,7 @@ type resolver struct {
 	over      map[string]bool              // guarded by pubMu
 	published bool                         // a table was published, with metrics and logs; guarded by pubMu
 	latency   atomic.Pointer[latencyTable] // nil: no latency_table
-	cfg       *blockConfig
+	cfg       *routingConfig
 	// onPublish is called after each compiled table is swapped in (not for a new
 	// snapshot that changes no routing), under pubMu, with the table replaced and the
 	// time compiling took: metrics and logs hang off it, outside the compile path.
@@ -97,27 +97,25 @@ type resolver struct {
 	Rand func(n uint64) uint64
 }
 
-// newResolver returns a resolver for cfg, answering as if every check were new. It
+// newEngine returns a resolver for cfg, answering as if every check were new. It
 // lets record sets share members written alike first, as every way to a resolver
 // needs (parse, or a Config built by hand); that is idempotent, so a second resolver
 // on one Config answers the same.
-func newResolver(cfg *blockConfig) *resolver {
+func newEngine(cfg *routingConfig) *resolver {
 	shareMembers(cfg)
 	r := &resolver{plan: newPlan(cfg), cfg: cfg}
-	r.onPublish = r.observePublication
-	switch {
-	case cfg.latency != nil: // parse loaded it; the watcher replaces it from here on
-		r.latency.Store(cfg.latency)
-		cfg.latency = nil
-	case cfg.LatencyTable != "": // a Config built without parse
-		if t, err := loadLatencyTable(cfg.LatencyTable, r.plan.regionIDs, cfg.fileLimit()); err == nil {
-			r.latency.Store(t)
-		} else {
-			log.Errorf("latency_table: %v", err)
-		}
-	}
 	r.table.Store(compile(r.plan, nil, nil)) // no metrics or logs: setup may still fail
 	return r
+}
+
+// loadLatency reads the latency table at path, at most limit bytes, and answers from
+// it; on an error the table in use stays.
+func (r *resolver) loadLatency(path string, limit int64) (*latencyTable, error) {
+	t, err := loadLatencyTable(path, r.plan.regionIDs, limit)
+	if err == nil {
+		r.latency.Store(t)
+	}
+	return t, err
 }
 
 // NeedsLocation reports whether any record ranks clients by geoip location, so the

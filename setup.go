@@ -68,7 +68,7 @@ const defaultTTL = 60
 // parse reads the healthroute directive of one server block into a validated Config.
 // It starts nothing.
 func parse(c *caddy.Controller) (*blockConfig, error) {
-	cfg := &blockConfig{TTL: defaultTTL, Regions: map[string]region{}, Checks: map[string]*health.Spec{}}
+	cfg := &blockConfig{routingConfig: routingConfig{TTL: defaultTTL, Regions: map[string]region{}, Checks: map[string]*health.Spec{}}}
 	if !c.Next() { // "healthroute"
 		return nil, c.ArgErr()
 	}
@@ -221,7 +221,7 @@ func parse(c *caddy.Controller) (*blockConfig, error) {
 	}
 	cfg.parsing = nil // resolved: what parse left goes, so the running block is plain data
 	if cfg.LatencyTable != "" {
-		t, err := loadLatencyTable(cfg.LatencyTable, regionIDs(cfg), cfg.fileLimit())
+		t, err := loadLatencyTable(cfg.LatencyTable, regionIDs(&cfg.routingConfig), cfg.fileLimit())
 		if err != nil {
 			return nil, tablePos.errorf("latency_table: %v", limitHint(err))
 		}

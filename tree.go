@@ -293,7 +293,7 @@ type plan struct {
 }
 
 // regionIDs numbers every region name the configuration knows.
-func regionIDs(cfg *blockConfig) map[string]int {
+func regionIDs(cfg *routingConfig) map[string]int {
 	ids := map[string]int{}
 	add := func(n string) {
 		if _, ok := ids[n]; !ok {
@@ -313,7 +313,7 @@ func regionIDs(cfg *blockConfig) map[string]int {
 	return ids
 }
 
-func newPlan(cfg *blockConfig) *plan {
+func newPlan(cfg *routingConfig) *plan {
 	p := &plan{ttl: cfg.TTL, zones: cfg.Zones, names: make(map[string]*entry, len(cfg.Records)), wild: map[string]*entry{},
 		exists: map[string]bool{}, soa: map[string][]dns.RR{}, neg: map[string][]dns.RR{}, ns: map[string][]dns.RR{},
 		fall: cfg.Fall, regionIDs: regionIDs(cfg), al: &planAlloc{ips: map[netip.Addr]net.IP{}}}
@@ -335,7 +335,7 @@ func newPlan(cfg *blockConfig) *plan {
 }
 
 // buildApex builds each zone's SOA, its negative-answer copy and its NS records.
-func (p *plan) buildApex(cfg *blockConfig) {
+func (p *plan) buildApex(cfg *routingConfig) {
 	for _, z := range cfg.Zones {
 		rr := soa(z, cfg.TTL, &cfg.SOA, cfg.NS)
 		p.soa[z] = []dns.RR{rr}
@@ -350,7 +350,7 @@ func (p *plan) buildApex(cfg *blockConfig) {
 
 // buildEntries builds one entry per owner name, holding a node per type its record sets
 // (and their aliases) answer, and marks the names that exist.
-func (p *plan) buildEntries(cfg *blockConfig) {
+func (p *plan) buildEntries(cfg *routingConfig) {
 	sets := make(map[string][]*recordSet, len(cfg.Records))
 	var qtypes types // every type the records hold
 	for _, rs := range cfg.Records {
@@ -424,7 +424,7 @@ func (p *plan) placeEntry(e *entry, zones []string) {
 
 // collectChecks lists every check the records use, calculated checks' children
 // included, each once.
-func (p *plan) collectChecks(cfg *blockConfig) {
+func (p *plan) collectChecks(cfg *routingConfig) {
 	seen := map[*health.Spec]bool{}
 	for _, rs := range cfg.Records {
 		for _, m := range rs.Members {

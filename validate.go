@@ -268,21 +268,18 @@ func validateGroup(parsed *parseState, rs *recordSet, t string, group []*member)
 	return nil
 }
 
-func roleName(r role) string {
-	if r == rolePrimary {
-		return "primary"
+// validateAZGroup refuses two members of one group for one location.
+func validateAZGroup(parsed *parseState, rs *recordSet, t string, group []*member) error {
+	seen := map[azKey]bool{}
+	for _, m := range group {
+		k := azKey{m.AZLevel, m.AZID}
+		if seen[k] {
+			return parsed.pos[m].errorf("record %s: location '%s' has a second %s member; azaffinity records have one per location", rs.Name, azKeyString(k), t)
+		}
+		seen[k] = true
 	}
-	return "secondary"
-}
-
-// types is a small set of RR types, in the order first added.
-type types []uint16
-
-func (k types) with(t uint16) types {
-	if k.has(t) {
-		return k
+	if !seen[azKey{level: azGlobal}] {
+		log.Warningf("record %s: azaffinity %s group has no global member: queries from unknown locations get no answer", rs.Name, t)
 	}
-	return append(k, t)
+	return nil
 }
-
-func (k types) has(t uint16) bool { return slices.Contains(k, t) }
