@@ -3,6 +3,7 @@ package healthroute
 import (
 	"context"
 	"fmt"
+	"github.com/healthroute/healthroute/routing"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -337,7 +338,7 @@ func TestSharedMembersInViews(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"sv-a.example.org.", "sv-b.example.org.", "sv-c.example.org."} {
-		ans, tr := r.Explain(query{Name: name, Type: dns.TypeA, Client: testClient})
+		ans, tr := r.Explain(routing.Query{Name: name, Type: dns.TypeA, Client: testClient})
 		if len(tr.Steps) == 0 || tr.Steps[0].Record != name {
 			t.Errorf("explain %s: steps %+v, want the first under its own name", name, tr.Steps)
 		}
@@ -349,25 +350,25 @@ func TestSharedMembersInViews(t *testing.T) {
 	}
 }
 
-// TestResolverTwiceOnOneConfig: a second resolver built on one Config (numbering and
+// TestResolverTwiceOnOneConfig: a second Resolver built on one Config (numbering and
 // sharing run again) answers exactly as the first and numbers the same series.
 func TestResolverTwiceOnOneConfig(t *testing.T) {
 	r1, cfg := testResolver(t, sharedMembersBlock)
 	r2 := newResolver(cfg)
 	r2.Rand = rand.New(rand.NewPCG(1, 2)).Uint64N
-	p1, p2 := r1.plan, r2.plan
-	if p1.seriesCount != p2.seriesCount || !slices.Equal(p1.memberSeries, p2.memberSeries) {
-		t.Errorf("series of a second resolver = %v %v, want %v %v", p2.seriesCount, p2.memberSeries, p1.seriesCount, p1.memberSeries)
+	p1, p2 := r1.Plan, r2.Plan
+	if p1.SeriesCount != p2.SeriesCount || !slices.Equal(p1.MemberSeries, p2.MemberSeries) {
+		t.Errorf("series of a second resolver = %v %v, want %v %v", p2.SeriesCount, p2.MemberSeries, p1.SeriesCount, p1.MemberSeries)
 	}
-	for _, r := range []*resolver{r1, r2} {
+	for _, r := range []*routing.Resolver{r1, r2} {
 		r.Publish(snapshot(cfg, "down"))
 	}
 	for range 50 {
 		for _, name := range []string{"sv-a.example.org.", "sv-b.example.org.", "sv-c.example.org."} {
-			q := query{Name: name, Type: dns.TypeA, Client: testClient}
+			q := routing.Query{Name: name, Type: dns.TypeA, Client: testClient}
 			a1, a2 := r1.Resolve(q), r2.Resolve(q)
-			if fmt.Sprint(a1.RRs) != fmt.Sprint(a2.RRs) || a1.leafSet.recordSet != a2.leafSet.recordSet || a1.leaf.series != a2.leaf.series {
-				t.Fatalf("%s: first resolver %v (series %d), second %v (series %d)", name, a1.RRs, a1.leaf.series, a2.RRs, a2.leaf.series)
+			if fmt.Sprint(a1.RRs) != fmt.Sprint(a2.RRs) || a1.LeafSet.RecordSet != a2.LeafSet.RecordSet || a1.Leaf.Series != a2.Leaf.Series {
+				t.Fatalf("%s: first resolver %v (series %d), second %v (series %d)", name, a1.RRs, a1.Leaf.Series, a2.RRs, a2.Leaf.Series)
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package healthroute
 import (
 	"flag"
 	"fmt"
+	"github.com/healthroute/healthroute/routing"
 	"net/netip"
 	"os"
 	"strings"
@@ -15,7 +16,7 @@ var updateGolden = flag.Bool("update", false, "rewrite testdata/answers.golden f
 
 // goldenBlock exercises every policy, several record types, aliases with and without
 // evaluate target health, wildcards, a CNAME chase, a delegation and client-dependent
-// groups, so that its answers pin the resolver's behaviour as a whole.
+// groups, so that its answers pin the Resolver's behaviour as a whole.
 const goldenBlock = `healthroute example.org {
 	ttl 30
 	soa ns1.example.org. hostmaster.example.org. 1 7200 1800 1209600 60
@@ -132,13 +133,13 @@ func TestAnswersGolden(t *testing.T) {
 	types := []uint16{dns.TypeA, dns.TypeAAAA, dns.TypeTXT, dns.TypeMX, dns.TypeSRV, dns.TypeNS, dns.TypeSOA, dns.TypeDS}
 	clients := []struct {
 		prefix string
-		loc    clientLocation
+		loc    routing.ClientLocation
 	}{
-		{"192.0.2.7/32", clientLocation{Country: "US", Continent: "NA", Subdivisions: "CA", Lat: 37.4, Lon: -122.1, HasCoords: true}},
-		{"198.51.100.0/24", clientLocation{Country: "IE", Continent: "EU", Lat: 53.3, Lon: -6.3, HasCoords: true}},
-		{"203.0.113.9/32", clientLocation{Country: "AU", Lat: -33.8, Lon: 151.0, HasCoords: true}},
-		{"2001:db8:1::/48", clientLocation{}},
-		{"10.0.0.0/8", clientLocation{Country: "JP"}},
+		{"192.0.2.7/32", routing.ClientLocation{Country: "US", Continent: "NA", Subdivisions: "CA", Lat: 37.4, Lon: -122.1, HasCoords: true}},
+		{"198.51.100.0/24", routing.ClientLocation{Country: "IE", Continent: "EU", Lat: 53.3, Lon: -6.3, HasCoords: true}},
+		{"203.0.113.9/32", routing.ClientLocation{Country: "AU", Lat: -33.8, Lon: 151.0, HasCoords: true}},
+		{"2001:db8:1::/48", routing.ClientLocation{}},
+		{"10.0.0.0/8", routing.ClientLocation{Country: "JP"}},
 	}
 	states := [][]string{nil, {"a"}, {"a", "b"}, {"a", "b", "c"}, {"a", "b", "c", "d"}, {"c", "d"}}
 	var out strings.Builder
@@ -153,7 +154,7 @@ func TestAnswersGolden(t *testing.T) {
 					// gets the same answer as the client before is written as "same".
 					var line string
 					for range 3 {
-						a := r.Resolve(query{Name: n, Type: qt, Client: netip.MustParsePrefix(c.prefix), Loc: c.loc})
+						a := r.Resolve(routing.Query{Name: n, Type: qt, Client: netip.MustParsePrefix(c.prefix), Loc: c.loc})
 						line += " || " + goldenAnswer(a)
 					}
 					if line == prev {
@@ -196,7 +197,7 @@ func TestAnswersGolden(t *testing.T) {
 }
 
 // goldenAnswer writes an answer with every field a client sees.
-func goldenAnswer(a answer) string {
+func goldenAnswer(a routing.Answer) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "rcode=%s scope=%d pass=%t referral=%t", dns.RcodeToString[a.Rcode], a.Scope, a.Pass, a.Referral)
 	for _, sec := range []struct {

@@ -1,6 +1,7 @@
 package healthroute
 
 import (
+	"github.com/healthroute/healthroute/routing"
 	"math/rand/v2"
 	"net/netip"
 	"slices"
@@ -66,7 +67,7 @@ func TestAZAffinityServerLocation(t *testing.T) {
 			r, cfg := testResolver(t, "healthroute {\n"+tc.location+"\n"+azChecks+azRecords+"}")
 			for i, down := range azDownSteps {
 				r.Publish(snapshot(cfg, down...))
-				got, ans := ask(r, "svc.example.org.", "198.51.100.1/32", clientLocation{})
+				got, ans := ask(r, "svc.example.org.", "198.51.100.1/32", routing.ClientLocation{})
 				if got != tc.want[i] || ans.Rcode != dns.RcodeSuccess || ans.Scope != 0 {
 					t.Errorf("%v down: got %q rcode %s scope %d, want %q NOERROR scope 0", down, got, dns.RcodeToString[ans.Rcode], ans.Scope, tc.want[i])
 				}
@@ -85,7 +86,7 @@ func TestAZAffinityNoGlobal(t *testing.T) {
 		}
 	}`)
 	r.Publish(snapshot(cfg, "az1"))
-	got, ans := ask(r, "svc.example.org.", "198.51.100.1/32", clientLocation{})
+	got, ans := ask(r, "svc.example.org.", "198.51.100.1/32", routing.ClientLocation{})
 	if got != "" || ans.Rcode != dns.RcodeSuccess || len(ans.Ns) != 1 {
 		t.Errorf("unknown location without global: got %q rcode %s, %d authority records; want NODATA with the SOA", got, dns.RcodeToString[ans.Rcode], len(ans.Ns))
 	}
@@ -128,7 +129,7 @@ func TestAZAffinityClientLocation(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			r.Publish(snapshot(cfg, tc.down...))
-			got, ans := ask(r, "svc.example.org.", tc.client, clientLocation{})
+			got, ans := ask(r, "svc.example.org.", tc.client, routing.ClientLocation{})
 			if got != tc.want || ans.Scope != tc.scope {
 				t.Errorf("got %q scope /%d, want %q scope /%d", got, ans.Scope, tc.want, tc.scope)
 			}
@@ -152,7 +153,7 @@ func TestAZAffinityExplainMatchesDNS(t *testing.T) {
 			}
 		}
 		r.Publish(snapshot(cfg, down...))
-		q := query{Name: "svc.example.org.", Type: dns.TypeA, Client: netip.MustParsePrefix(clients[rng.IntN(len(clients))])}
+		q := routing.Query{Name: "svc.example.org.", Type: dns.TypeA, Client: netip.MustParsePrefix(clients[rng.IntN(len(clients))])}
 		dnsAns := r.Resolve(q)
 		expAns, tr := r.Explain(q)
 		if !slices.Equal(rrValues(dnsAns.RRs), rrValues(expAns.RRs)) || dnsAns.Scope != expAns.Scope {
@@ -182,7 +183,7 @@ func TestAZAffinityExplainMatchesDNS(t *testing.T) {
 func TestAZAffinityExplainReasons(t *testing.T) {
 	r, cfg := testResolver(t, azClientBlock)
 	r.Publish(snapshot(cfg, "az1", "zg"))
-	_, tr := r.Explain(query{Name: "svc.example.org.", Type: dns.TypeA, Client: netip.MustParsePrefix("192.0.2.1/32")})
+	_, tr := r.Explain(routing.Query{Name: "svc.example.org.", Type: dns.TypeA, Client: netip.MustParsePrefix("192.0.2.1/32")})
 	step := tr.Steps[0]
 	if want := "az use1-az1 (the server's location line)"; step.Location != want {
 		t.Errorf("location %q, want %q", step.Location, want)
@@ -201,7 +202,7 @@ func TestAZAffinityExplainReasons(t *testing.T) {
 			t.Errorf("%s: reason %q, want %q", m.Key, m.Reason, want[m.Key])
 		}
 	}
-	_, tr = r.Explain(query{Name: "svc.example.org.", Type: dns.TypeA, Client: netip.MustParsePrefix("10.9.0.0/24")})
+	_, tr = r.Explain(routing.Query{Name: "svc.example.org.", Type: dns.TypeA, Client: netip.MustParsePrefix("10.9.0.0/24")})
 	if got := tr.Steps[0].Location; got != "region eu-west-1 (client_location region eu-west-1: the client 10.9.0.0/24 is in its prefixes)" {
 		t.Errorf("client location explained as %q", got)
 	}
@@ -225,10 +226,10 @@ func TestAZAffinityETH(t *testing.T) {
 	}`
 	r, cfg := testResolver(t, block)
 	r.Publish(snapshot(cfg, "reg"))
-	if got, ans := ask(r, "top.example.org.", "192.0.2.1/32", clientLocation{}); got != "192.0.2.99" || ans.Scope != 1 {
+	if got, ans := ask(r, "top.example.org.", "192.0.2.1/32", routing.ClientLocation{}); got != "192.0.2.99" || ans.Scope != 1 {
 		t.Errorf("us-east-1 member down, server in us-east-1: got %q /%d, want the secondary /1", got, ans.Scope)
 	}
-	if got, _ := ask(r, "top.example.org.", "10.9.1.1/32", clientLocation{}); got != "192.0.2.7" {
+	if got, _ := ask(r, "top.example.org.", "10.9.1.1/32", routing.ClientLocation{}); got != "192.0.2.7" {
 		t.Errorf("eu-west-1 client: got %q, want its region's member", got)
 	}
 }
@@ -237,35 +238,35 @@ func TestAZAffinityETH(t *testing.T) {
 // locations containing them, and what az_location lines state instead.
 func TestAZLocationNames(t *testing.T) {
 	tests := []struct {
-		level azLevel
+		level routing.AZLevel
 		id    string
-		want  azChain
+		want  routing.AZChain
 	}{
-		{azZone, "use1-az1", azChain{"use1-az1", "us-east-1-zg-1", "us-east-1", "aws"}},
-		{azZone, "apne1-az4", azChain{"apne1-az4", "ap-northeast-1-zg-1", "ap-northeast-1", "aws"}},
-		{azZone, "usgw1-az2", azChain{"usgw1-az2", "us-gov-west-1-zg-1", "us-gov-west-1", "aws-us-gov"}},
-		{azZone, "cnnw1-az1", azChain{"cnnw1-az1", "cn-northwest-1-zg-1", "cn-northwest-1", "aws-cn"}},
-		{azZone, "euc1-az3", azChain{"euc1-az3", "eu-central-1-zg-1", "eu-central-1", "aws"}},
-		{azZone, "apse2-az1", azChain{"apse2-az1", "ap-southeast-2-zg-1", "ap-southeast-2", "aws"}},
-		{azZoneGroup, "us-west-2-zg-1", azChain{"", "us-west-2-zg-1", "us-west-2", "aws"}},
-		{azRegion, "us-isob-east-1", azChain{"", "", "us-isob-east-1", "aws-iso-b"}},
-		{azRegion, "eusc-de-east-1", azChain{"", "", "eusc-de-east-1", "aws-eusc"}},
-		{azPartition, "aws-iso", azChain{"", "", "", "aws-iso"}},
-		{azZone, "lab-az9", azChain{"lab-az9", "lab-zg", "lab-1", "aws-lab"}},
-		{azZoneGroup, "lab-zg", azChain{"", "lab-zg", "lab-1", "aws-lab"}},
+		{routing.AZZone, "use1-az1", routing.AZChain{"use1-az1", "us-east-1-zg-1", "us-east-1", "aws"}},
+		{routing.AZZone, "apne1-az4", routing.AZChain{"apne1-az4", "ap-northeast-1-zg-1", "ap-northeast-1", "aws"}},
+		{routing.AZZone, "usgw1-az2", routing.AZChain{"usgw1-az2", "us-gov-west-1-zg-1", "us-gov-west-1", "aws-us-gov"}},
+		{routing.AZZone, "cnnw1-az1", routing.AZChain{"cnnw1-az1", "cn-northwest-1-zg-1", "cn-northwest-1", "aws-cn"}},
+		{routing.AZZone, "euc1-az3", routing.AZChain{"euc1-az3", "eu-central-1-zg-1", "eu-central-1", "aws"}},
+		{routing.AZZone, "apse2-az1", routing.AZChain{"apse2-az1", "ap-southeast-2-zg-1", "ap-southeast-2", "aws"}},
+		{routing.AZZoneGroup, "us-west-2-zg-1", routing.AZChain{"", "us-west-2-zg-1", "us-west-2", "aws"}},
+		{routing.AZRegion, "us-isob-east-1", routing.AZChain{"", "", "us-isob-east-1", "aws-iso-b"}},
+		{routing.AZRegion, "eusc-de-east-1", routing.AZChain{"", "", "eusc-de-east-1", "aws-eusc"}},
+		{routing.AZPartition, "aws-iso", routing.AZChain{"", "", "", "aws-iso"}},
+		{routing.AZZone, "lab-az9", routing.AZChain{"lab-az9", "lab-zg", "lab-1", "aws-lab"}},
+		{routing.AZZoneGroup, "lab-zg", routing.AZChain{"", "lab-zg", "lab-1", "aws-lab"}},
 	}
-	az := &azConfig{declared: map[string]azChain{"lab-az9": {"lab-az9", "lab-zg", "lab-1", "aws-lab"}}}
+	az := &routing.AZConfig{Declared: map[string]routing.AZChain{"lab-az9": {"lab-az9", "lab-zg", "lab-1", "aws-lab"}}}
 	for _, tc := range tests {
-		got, err := az.chain(tc.level, tc.id)
+		got, err := az.Chain(tc.level, tc.id)
 		if err != nil || got != tc.want {
 			t.Errorf("%s %s: got %v, %v; want %v", tc.level, tc.id, got, err, tc.want)
 		}
 	}
 	for _, bad := range []struct {
-		level azLevel
+		level routing.AZLevel
 		id    string
-	}{{azZone, "us-east-1a"}, {azZone, "xx1-az1"}, {azZone, "use1-bos1-az1"}, {azZoneGroup, "us-east-1"}, {azRegion, "east"}, {azPartition, "amazon"}} {
-		if got, err := az.chain(bad.level, bad.id); err == nil {
+	}{{routing.AZZone, "us-east-1a"}, {routing.AZZone, "xx1-az1"}, {routing.AZZone, "use1-bos1-az1"}, {routing.AZZoneGroup, "us-east-1"}, {routing.AZRegion, "east"}, {routing.AZPartition, "amazon"}} {
+		if got, err := az.Chain(bad.level, bad.id); err == nil {
 			t.Errorf("%s %s: accepted as %v", bad.level, bad.id, got)
 		}
 	}
@@ -303,7 +304,7 @@ func TestAZAffinityAllocatesNothing(t *testing.T) {
 		r.Publish(snapshot(cfg, down...))
 		for _, name := range []string{"svc.example.org.", "top.example.org."} {
 			for _, c := range []string{"10.2.0.0/24", "192.0.2.1/32", "2001:db8:9::/56"} {
-				q := query{Name: name, Type: dns.TypeA, Client: netip.MustParsePrefix(c)}
+				q := routing.Query{Name: name, Type: dns.TypeA, Client: netip.MustParsePrefix(c)}
 				if n := testing.AllocsPerRun(50, func() { r.Resolve(q) }); n != 0 {
 					t.Errorf("%v down: %s from %s: %v allocations per query, want 0", down, name, c, n)
 				}
@@ -326,7 +327,7 @@ func BenchmarkAZAffinity(b *testing.B) {
 	r, cfg := testResolver(b, azClientBlock)
 	r.Publish(snapshot(cfg, "az1", "other"))
 	for _, c := range []string{"10.2.0.0/24", "192.0.2.1/32"} {
-		q := query{Name: "svc.example.org.", Type: dns.TypeA, Client: netip.MustParsePrefix(c)}
+		q := routing.Query{Name: "svc.example.org.", Type: dns.TypeA, Client: netip.MustParsePrefix(c)}
 		b.Run(c, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {

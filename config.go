@@ -2,6 +2,7 @@ package healthroute
 
 import (
 	"fmt"
+	"github.com/healthroute/healthroute/routing"
 
 	"github.com/healthroute/healthroute/health/fleet"
 	"github.com/healthroute/healthroute/internal/watch"
@@ -10,11 +11,11 @@ import (
 // blockConfig is a parsed and validated healthroute block: what routing reads, and
 // what only the plugin needs.
 type blockConfig struct {
-	routingConfig
-	LatencyTable string         // path of the latency CSV, "" for none
-	latency      *latencyTable  // the table parse loaded, taken by the first resolver
-	API          *apiConfig     // nil: no HTTP API
-	Webhook      *webhookConfig // nil: no status-change notifications
+	routing.Config
+	LatencyTable string                // path of the latency CSV, "" for none
+	latency      *routing.LatencyTable // the table parse loaded, taken by the first Resolver
+	API          *apiConfig            // nil: no HTTP API
+	Webhook      *webhookConfig        // nil: no status-change notifications
 	MaxInFlight  int
 	MaxFileSize  int64             // size limit of the route53 and latency_table files; 0: watch.DefaultLimit
 	Fleet        *fleet.Config     // nil: this instance judges alone
@@ -30,19 +31,19 @@ type blockConfig struct {
 // parseState is what parsing a block needs beyond the Config: validate drops it, so a
 // running server does not keep it.
 type parseState struct {
-	checkNames map[*member]string // each member's check as written, for validate to resolve
-	pos        map[*member]pos    // where each member was written, for validate's errors
-	setPos     map[*recordSet]pos // and each record block
+	checkNames map[*routing.Member]string // each member's check as written, for validate to resolve
+	pos        map[*routing.Member]pos    // where each member was written, for validate's errors
+	setPos     map[*routing.RecordSet]pos // and each record block
 	// One copy of the values that members repeat across names, for members to share:
 	// targets (by key, see share), and default set identifiers.
-	refs map[string]*ref
+	refs map[string]*routing.Ref
 	ids  map[string]string
 	key  []byte // share's scratch
 
 	// Where each location line was given, for validateAZ's errors.
-	azDeclPos   map[string]pos // az_location lines, by AZ ID
-	azWhere     map[*azKey]pos // each location key's line
-	azClientPos []pos          // client_location lines, in order
+	azDeclPos   map[string]pos         // az_location lines, by AZ ID
+	azWhere     map[*routing.AZKey]pos // each location key's line
+	azClientPos []pos                  // client_location lines, in order
 
 	soaSet bool // the soa property set the serial and timers
 	nsPos  pos  // where ns was given
@@ -51,8 +52,8 @@ type parseState struct {
 // state returns cfg's parse state, creating it.
 func (cfg *blockConfig) state() *parseState {
 	if cfg.parsing == nil {
-		cfg.parsing = &parseState{checkNames: map[*member]string{}, pos: map[*member]pos{}, setPos: map[*recordSet]pos{},
-			refs: map[string]*ref{}, ids: map[string]string{}, azDeclPos: map[string]pos{}, azWhere: map[*azKey]pos{}}
+		cfg.parsing = &parseState{checkNames: map[*routing.Member]string{}, pos: map[*routing.Member]pos{}, setPos: map[*routing.RecordSet]pos{},
+			refs: map[string]*routing.Ref{}, ids: map[string]string{}, azDeclPos: map[string]pos{}, azWhere: map[*routing.AZKey]pos{}}
 	}
 	return cfg.parsing
 }
@@ -60,7 +61,7 @@ func (cfg *blockConfig) state() *parseState {
 // share returns the one Ref of the addresses or the target name r holds (not other
 // types' values, which are named for their record set), keeping r as it for the
 // members to come.
-func (ps *parseState) share(r ref) *ref {
+func (ps *parseState) share(r routing.Ref) *routing.Ref {
 	k := ps.key[:0]
 	if r.Addrs == nil {
 		k = append(append(k, 'n'), r.Target...)
@@ -68,7 +69,7 @@ func (ps *parseState) share(r ref) *ref {
 		k = append(k, 'a')
 		for _, a := range r.Addrs {
 			b := a.As16()
-			k = append(append(k, boolByte(a.Is4())), b[:]...)
+			k = append(append(k, routing.BoolByte(a.Is4())), b[:]...)
 		}
 	}
 	ps.key = k

@@ -2,6 +2,7 @@ package healthroute
 
 import (
 	"fmt"
+	"github.com/healthroute/healthroute/routing"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -107,7 +108,7 @@ func TestLatencyTableRefusesBadCells(t *testing.T) {
 	}
 	checkParseErrors(t, cases)
 	for _, cell := range []string{"0", "0.001", "4294967"} {
-		if _, err := readLatencyTable(strings.NewReader("192.0.2.0/24,r,"+cell), "t.csv", map[string]int{"r": 0}); err != nil {
+		if _, err := routing.ReadLatencyTable(strings.NewReader("192.0.2.0/24,r,"+cell), "t.csv", map[string]int{"r": 0}); err != nil {
 			t.Errorf("cell %s refused: %v", cell, err)
 		}
 	}

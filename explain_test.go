@@ -1,6 +1,7 @@
 package healthroute
 
 import (
+	"github.com/healthroute/healthroute/routing"
 	"math/rand/v2"
 	"net/netip"
 	"slices"
@@ -44,8 +45,8 @@ const explainBlock = `healthroute {` + checks + `
 func TestExplainBackedOutBranch(t *testing.T) {
 	r, cfg := testResolver(t, explainBlock)
 	r.Publish(snapshot(cfg, "c1", "c2", "c5"))
-	near := query{Name: "www.example.org.", Type: dns.TypeA, Client: netip.MustParsePrefix("192.0.2.0/24"),
-		Loc: clientLocation{Lat: 40.7, Lon: -74, HasCoords: true}} // New York: us-east-1 is nearest
+	near := routing.Query{Name: "www.example.org.", Type: dns.TypeA, Client: netip.MustParsePrefix("192.0.2.0/24"),
+		Loc: routing.ClientLocation{Lat: 40.7, Lon: -74, HasCoords: true}} // New York: us-east-1 is nearest
 	ans, tr := r.Explain(near)
 	if got := rrValues(ans.RRs); len(got) != 1 || !strings.HasPrefix(got[0], "198.51.100.") {
 		t.Fatalf("answer %v, want one of apse2's", got)
@@ -92,8 +93,8 @@ func TestExplainMatchesDNS(t *testing.T) {
 		}
 		r.Publish(snapshot(cfg, down...))
 		a := netip.AddrFrom4([4]byte{byte(192 + rng.IntN(3)), 0, byte(rng.IntN(4)), byte(rng.IntN(256))})
-		q := query{Name: names[rng.IntN(len(names))], Type: dns.TypeA, Client: netip.PrefixFrom(a, 24+rng.IntN(9)).Masked(),
-			Loc: clientLocation{Country: countries[rng.IntN(len(countries))], Lat: rng.Float64()*180 - 90, Lon: rng.Float64()*360 - 180, HasCoords: rng.IntN(2) == 0}}
+		q := routing.Query{Name: names[rng.IntN(len(names))], Type: dns.TypeA, Client: netip.PrefixFrom(a, 24+rng.IntN(9)).Masked(),
+			Loc: routing.ClientLocation{Country: countries[rng.IntN(len(countries))], Lat: rng.Float64()*180 - 90, Lon: rng.Float64()*360 - 180, HasCoords: rng.IntN(2) == 0}}
 		seed := rng.Uint64()
 		r.Rand = rand.New(rand.NewPCG(seed, 1)).Uint64N
 		dnsAns := r.Resolve(q)

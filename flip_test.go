@@ -2,6 +2,7 @@ package healthroute
 
 import (
 	"fmt"
+	"github.com/healthroute/healthroute/routing"
 	"maps"
 	"math/rand/v2"
 	"reflect"
@@ -48,7 +49,7 @@ func BenchmarkFlip(b *testing.B) {
 		b.Run(fmt.Sprintf("names=%d/checks=%d", sz.names, sz.checks), func(b *testing.B) {
 			cfg := mustParse(b, flipBlock(sz.names, sz.checks))
 			r := newResolver(cfg)
-			r.onPublish = nil // no metrics: the compile alone
+			r.OnPublish = nil // no metrics: the compile alone
 			states := map[string]health.Status{}
 			for _, s := range cfg.Checks {
 				states[s.Fingerprint()] = health.Status{Seen: true}
@@ -149,16 +150,16 @@ func TestRecompileMatchesCompile(t *testing.T) {
 			snap.Gen = uint64(step + 1)
 			r.Publish(snap)
 		}
-		got := r.table.Load()
-		want := compile(got.plan, got.snap, got.over)
-		for _, n := range got.plan.nodes {
-			if g, w := got.state(n.id), want.state(n.id); !reflect.DeepEqual(g, w) {
+		got := r.Table.Load()
+		want := routing.Compile(got.Plan, got.Snap, got.Over)
+		for _, n := range got.Plan.Nodes {
+			if g, w := got.State(n.ID), want.State(n.ID); !reflect.DeepEqual(g, w) {
 				t.Fatalf("step %d (down %v, overrides %v): %s %s: incremental %+v, from scratch %+v",
-					step, down, over, n.set.Name, dns.TypeToString[n.qtype], *g, *w)
+					step, down, over, n.Set.Name, dns.TypeToString[n.QType], *g, *w)
 			}
 		}
-		if !slices.Equal(got.judged, want.judged) {
-			t.Fatalf("step %d: judged %v, from scratch %v", step, got.judged, want.judged)
+		if !slices.Equal(got.Judged, want.Judged) {
+			t.Fatalf("step %d: judged %v, from scratch %v", step, got.Judged, want.Judged)
 		}
 	}
 }
@@ -172,8 +173,8 @@ func TestRecompileReachesOnlyDependents(t *testing.T) {
 	r.Publish(snapshot(cfg, "c3"))
 	reached := func() []string {
 		var out []string
-		for _, n := range r.table.Load().changed {
-			out = append(out, n.set.Name)
+		for _, n := range r.Table.Load().Changed {
+			out = append(out, n.Set.Name)
 		}
 		slices.Sort(out)
 		return slices.Compact(out)

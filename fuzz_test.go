@@ -2,6 +2,7 @@ package healthroute
 
 import (
 	"bytes"
+	"github.com/healthroute/healthroute/routing"
 	"net/netip"
 	"slices"
 	"strings"
@@ -12,7 +13,7 @@ import (
 )
 
 // FuzzParseResolve parses arbitrary Corefile text as a healthroute block and, when it
-// parses, builds the resolver and asks it about its zones' apices and every name it
+// parses, builds the Resolver and asks it about its zones' apices and every name it
 // defines (up to 20), healthy and
 // with every check down, directly and through explain. Nothing may panic, and every
 // answer is owned by the name asked. Seeds: testdata/fuzz/FuzzParseResolve.
@@ -42,8 +43,8 @@ func FuzzParseResolve(f *testing.F) {
 			for _, name := range names {
 				for _, client := range fuzzClients {
 					for _, qt := range []uint16{dns.TypeA, dns.TypeAAAA, dns.TypeCNAME, dns.TypeTXT, dns.TypeSOA, dns.TypeNS} {
-						q := query{Name: name, Type: qt, Client: client.prefix, Loc: client.loc}
-						for _, ans := range []answer{r.Resolve(q), fuzzExplain(r, q)} {
+						q := routing.Query{Name: name, Type: qt, Client: client.prefix, Loc: client.loc}
+						for _, ans := range []routing.Answer{r.Resolve(q), fuzzExplain(r, q)} {
 							if len(ans.RRs) > 0 && ans.RRs[0].Header().Name != name {
 								t.Fatalf("%s %s: answer owned by %s", name, dns.TypeToString[qt], ans.RRs[0].Header().Name)
 							}
@@ -62,7 +63,7 @@ func FuzzParseResolve(f *testing.F) {
 	})
 }
 
-func fuzzExplain(r *resolver, q query) answer {
+func fuzzExplain(r *routing.Resolver, q routing.Query) routing.Answer {
 	ans, _ := r.Explain(q)
 	return ans
 }
@@ -71,11 +72,11 @@ func fuzzExplain(r *resolver, q query) answer {
 // IPv4 and IPv6, a full address and an ECS prefix.
 var fuzzClients = []struct {
 	prefix netip.Prefix
-	loc    clientLocation
+	loc    routing.ClientLocation
 }{
-	{netip.MustParsePrefix("192.0.2.1/32"), clientLocation{}},
-	{netip.MustParsePrefix("198.51.100.0/24"), clientLocation{Country: "DE", Continent: "EU", Lat: 52.5, Lon: 13.4, HasCoords: true}},
-	{netip.MustParsePrefix("2001:db8::/48"), clientLocation{Country: "US", Subdivisions: "CA", Lat: 37.7, Lon: -122.4, HasCoords: true}},
+	{netip.MustParsePrefix("192.0.2.1/32"), routing.ClientLocation{}},
+	{netip.MustParsePrefix("198.51.100.0/24"), routing.ClientLocation{Country: "DE", Continent: "EU", Lat: 52.5, Lon: 13.4, HasCoords: true}},
+	{netip.MustParsePrefix("2001:db8::/48"), routing.ClientLocation{Country: "US", Subdivisions: "CA", Lat: 37.7, Lon: -122.4, HasCoords: true}},
 }
 
 // FuzzLatencyTable reads arbitrary latency_table text. A refused table names the file
@@ -85,7 +86,7 @@ func FuzzLatencyTable(f *testing.F) {
 	f.Add([]byte("client_cidr,region,milliseconds\n192.0.2.0/24,us-east-1,10\n"))
 	ids := map[string]int{"us-east-1": 0, "eu-west-1": 1}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		tab, err := readLatencyTable(bytes.NewReader(data), "fuzz.csv", ids)
+		tab, err := routing.ReadLatencyTable(bytes.NewReader(data), "fuzz.csv", ids)
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "fuzz.csv") {
 				t.Fatalf("error without the file name: %v", err)
@@ -93,7 +94,7 @@ func FuzzLatencyTable(f *testing.F) {
 			return
 		}
 		for _, c := range fuzzClients {
-			row, ok := tab.rows.lookup(c.prefix)
+			row, ok := tab.Rows.Lookup(c.prefix)
 			if !ok {
 				continue
 			}
@@ -101,7 +102,7 @@ func FuzzLatencyTable(f *testing.F) {
 				t.Fatalf("row of %d regions, want %d", len(row), len(ids))
 			}
 			for _, us := range row {
-				if us != unknownLatency && us > maxLatencyMs*1000 {
+				if us != routing.UnknownLatency && us > routing.MaxLatencyMs*1000 {
 					t.Fatalf("latency %d us out of range", us)
 				}
 			}

@@ -5,6 +5,7 @@ package healthroute
 import (
 	"context"
 	"fmt"
+	"github.com/healthroute/healthroute/routing"
 	"net"
 	"net/netip"
 	"runtime/debug"
@@ -31,7 +32,7 @@ type HealthRoute struct {
 	Next plugin.Handler
 
 	cfg            *blockConfig
-	resolver       *resolver
+	resolver       *routing.Resolver
 	reg            *registry
 	stop           func()                          // ends the snapshot subscription
 	unwatch        func()                          // stops the latency_table and route53 watchers
@@ -53,8 +54,8 @@ func newHealthRoute(cfg *blockConfig) *HealthRoute { return newHandler(cfg, shar
 // newHandler is New with its own registry, for tests.
 func newHandler(cfg *blockConfig, reg *registry) *HealthRoute {
 	h := &HealthRoute{cfg: cfg, resolver: newResolver(cfg), reg: reg}
-	observe := h.resolver.onPublish
-	h.resolver.onPublish = func(prev, next *table, took time.Duration) {
+	observe := h.resolver.OnPublish
+	h.resolver.OnPublish = func(prev, next *routing.Table, took time.Duration) {
 		observe(prev, next, took)
 		h.notifyPublication(prev, next)
 	}
@@ -94,7 +95,7 @@ func (h *HealthRoute) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns
 //go:noinline
 func (h *HealthRoute) reply(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (*dns.Msg, dns.ResponseWriter, int) {
 	name, qt := questionOf(r)
-	zone := matchZone(h.cfg.Zones, name)
+	zone := routing.MatchZone(h.cfg.Zones, name)
 	if zone == "" {
 		return nil, w, 0
 	}
@@ -113,13 +114,13 @@ func (h *HealthRoute) reply(ctx context.Context, w dns.ResponseWriter, r *dns.Ms
 	if !ok {
 		return nil, nil, dns.RcodeFormatError // nothing written: the server answers FORMERR
 	}
-	var q query // field by field: a literal would take a second copy on the stack
+	var q routing.Query // field by field: a literal would take a second copy on the stack
 	q.Name, q.Type, q.Client = name, qt, cl
 	if h.resolver.NeedsLocation() {
 		location(ctx, &q.Loc)
 	}
-	var ans answer
-	h.resolver.resolve(&q, &ans) // lock-free
+	var ans routing.Answer
+	h.resolver.ResolveInto(&q, &ans) // lock-free
 	return h.message(ctx, w, r, &q, &ans, ecs)
 }
 
@@ -127,7 +128,7 @@ func (h *HealthRoute) reply(ctx context.Context, w dns.ResponseWriter, r *dns.Ms
 // header, the fallthrough check, the metrics) is not on the stack while resolving.
 //
 //go:noinline
-func (h *HealthRoute) message(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, q *query, ans *answer, ecs *dns.EDNS0_SUBNET) (*dns.Msg, dns.ResponseWriter, int) {
+func (h *HealthRoute) message(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, q *routing.Query, ans *routing.Answer, ecs *dns.EDNS0_SUBNET) (*dns.Msg, dns.ResponseWriter, int) {
 	if ans.Pass && h.cfg.Fall.Through(q.Name) {
 		// Overlay: only the names and types of the block's records are its own;
 		// the next plugin serves the rest of the zone, its apex included.
@@ -137,8 +138,8 @@ func (h *HealthRoute) message(ctx context.Context, w dns.ResponseWriter, r *dns.
 		return nil, w, 0
 	}
 	var m *dns.Msg
-	if ans.out != nil {
-		m = &ans.out.msg // allocated with the answer built for this query
+	if ans.Out != nil {
+		m = &ans.Out.Msg // allocated with the answer built for this query
 	} else {
 		m = new(dns.Msg)
 	}
@@ -258,14 +259,14 @@ func client(w dns.ResponseWriter, r *dns.Msg) (cl netip.Prefix, ecs *dns.EDNS0_S
 // Only blocks that route by location pay for its frame.
 //
 //go:noinline
-func location(ctx context.Context, l *clientLocation) {
+func location(ctx context.Context, l *routing.ClientLocation) {
 	get := func(key string) string {
 		if f := metadata.ValueFunc(ctx, key); f != nil {
 			return f()
 		}
 		return ""
 	}
-	*l = clientLocation{
+	*l = routing.ClientLocation{
 		Country:      strings.ToUpper(get("geoip/country/code")),
 		Continent:    strings.ToUpper(get("geoip/continent/code")),
 		Subdivisions: strings.ToUpper(get("geoip/subdivisions/code")),
@@ -306,7 +307,7 @@ func echoECS(m, r *dns.Msg, ecs *dns.EDNS0_SUBNET, cl netip.Prefix, scope uint8)
 func (h *HealthRoute) Ready() bool { return h.resolver.Ready() }
 
 // OnStartup acquires the process-wide scheduler, starts this block's checks and
-// subscribes the resolver to health snapshots.
+// subscribes the Resolver to health snapshots.
 func (h *HealthRoute) OnStartup() error {
 	if err := h.reg.acquireControls(h.cfg); err != nil {
 		return plugin.Error(pluginName, err)

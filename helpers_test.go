@@ -2,6 +2,7 @@ package healthroute
 
 import (
 	"fmt"
+	"github.com/healthroute/healthroute/routing"
 	"math/rand/v2"
 	"net/netip"
 	"sort"
@@ -26,8 +27,8 @@ func mustParse(t testing.TB, block string) *blockConfig {
 	return cfg
 }
 
-// testResolver builds a resolver for block with a seeded random source.
-func testResolver(t testing.TB, block string) (*resolver, *blockConfig) {
+// testResolver builds a Resolver for block with a seeded random source.
+func testResolver(t testing.TB, block string) (*routing.Resolver, *blockConfig) {
 	t.Helper()
 	cfg := mustParse(t, block)
 	r := newResolver(cfg)
@@ -52,8 +53,8 @@ func snapshot(cfg *blockConfig, down ...string) *health.Snapshot {
 var testClient = netip.MustParsePrefix("192.0.2.1/32")
 
 // values resolves name/qtype and returns the answer's values, sorted, joined by ",".
-func values(r *resolver, name string, qtype uint16) string {
-	return strings.Join(rrValues(r.Resolve(query{Name: name, Type: qtype, Client: testClient}).RRs), ",")
+func values(r *routing.Resolver, name string, qtype uint16) string {
+	return strings.Join(rrValues(r.Resolve(routing.Query{Name: name, Type: qtype, Client: testClient}).RRs), ",")
 }
 
 func rrValues(rrs []dns.RR) []string {
@@ -75,7 +76,7 @@ func rrValues(rrs []dns.RR) []string {
 }
 
 // shares resolves name n times and returns how often each answer came back.
-func shares(r *resolver, name string, qtype uint16, n int) map[string]int {
+func shares(r *routing.Resolver, name string, qtype uint16, n int) map[string]int {
 	got := map[string]int{}
 	for range n {
 		got[values(r, name, qtype)]++

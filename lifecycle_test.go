@@ -2,6 +2,7 @@ package healthroute
 
 import (
 	"fmt"
+	"github.com/healthroute/healthroute/routing"
 	"net"
 	"net/http"
 	"runtime"
@@ -33,7 +34,7 @@ func TestServeWhilePublishing(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			q := query{Name: "www.example.org.", Type: dns.TypeA, Client: testClient}
+			q := routing.Query{Name: "www.example.org.", Type: dns.TypeA, Client: testClient}
 			for i := 0; i < 200_000; i++ {
 				select {
 				case <-stop:

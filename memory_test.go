@@ -1,6 +1,7 @@
 package healthroute
 
 import (
+	"github.com/healthroute/healthroute/routing"
 	"reflect"
 	"testing"
 	"unsafe"
@@ -18,13 +19,13 @@ func TestMemoryLayout(t *testing.T) {
 		name      string
 		size, max uintptr
 	}{
-		{"member", unsafe.Sizeof(member{}), 48},
-		{"recordSet", unsafe.Sizeof(recordSet{}), 48},
-		{"planSet", unsafe.Sizeof(planSet{}), 24},
-		{"node", unsafe.Sizeof(node{}), 48},
-		{"mnode", unsafe.Sizeof(mnode{}), 48},
-		{"entry", unsafe.Sizeof(entry{}), 40},
-		{"ref", unsafe.Sizeof(ref{}), 64}, // shared, but one per member of other types
+		{"member", unsafe.Sizeof(routing.Member{}), 48},
+		{"recordSet", unsafe.Sizeof(routing.RecordSet{}), 48},
+		{"planSet", unsafe.Sizeof(routing.PlanSet{}), 24},
+		{"node", unsafe.Sizeof(routing.Node{}), 48},
+		{"mnode", unsafe.Sizeof(routing.MemberNode{}), 48},
+		{"entry", unsafe.Sizeof(routing.Entry{}), 40},
+		{"ref", unsafe.Sizeof(routing.Ref{}), 64}, // shared, but one per member of other types
 	} {
 		if c.size > c.max {
 			t.Errorf("%s is %d bytes, want at most %d", c.name, c.size, c.max)
@@ -80,32 +81,32 @@ func TestMemorySharing(t *testing.T) {
 		t.Errorf("a member's several addresses: %v, shared with a single one", c[1].Addrs)
 	}
 	d, e := cfg.Records[3].Members, cfg.Records[4].Members
-	if d[1].ref != c[1].ref || d[0].ref != e[0].ref || d[0].Target != "a.example.org." {
+	if d[1].Ref != c[1].Ref || d[0].Ref != e[0].Ref || d[0].Target != "a.example.org." {
 		t.Error("members with the same addresses, or aliasing the same name, do not share their target")
 	}
 
-	st := func(name string) *nodeState {
-		tb := r.table.Load()
-		return tb.state(tb.plan.names[name].node(dns.TypeA).id)
+	st := func(name string) *routing.NodeState {
+		tb := r.Table.Load()
+		return tb.State(tb.Plan.Names[name].Node(dns.TypeA).ID)
 	}
 	ip := func(name string) *byte {
-		return &r.plan.names[name].a.members[0].rrs()[0].(*dns.A).A[0]
+		return &r.Plan.Names[name].A.Members[0].RRs()[0].(*dns.A).A[0]
 	}
-	if ip("a.example.org.") != ip("b.example.org.") || r.plan.al != nil {
+	if ip("a.example.org.") != ip("b.example.org.") || r.Plan.Al != nil {
 		t.Error("the plan's A records do not share their address bytes, or keep the map that shares them")
 	}
-	if mn := &r.plan.names["a.example.org."].a.members[0]; &mn.rrs()[0] != &mn.one[0] {
+	if mn := &r.Plan.Names["a.example.org."].A.Members[0]; &mn.RRs()[0] != &mn.One[0] {
 		t.Error("a one-value leaf answers from an array of its own")
 	}
 	if st("a.example.org.") != st("b.example.org.") {
 		t.Error("nodes in the same state do not share it")
 	}
-	if x, y := st("a.example.org."), st("c.example.org."); x != y || &x.cum[0] != &y.cum[0] {
+	if x, y := st("a.example.org."), st("c.example.org."); x != y || &x.Cum[0] != &y.Cum[0] {
 		t.Error("nodes of the same weights do not share their state")
 	}
 	// c1 down: a's and b's states change together and still share; the answers follow.
 	r.Publish(snapshot(cfg, "c1"))
-	if x, y := st("a.example.org."), st("b.example.org."); x != y || x.ok[0] || !x.ok[1] || len(x.cands) != 1 {
+	if x, y := st("a.example.org."), st("b.example.org."); x != y || x.OK[0] || !x.OK[1] || len(x.Cands) != 1 {
 		t.Errorf("after c1 went down: a %+v, b %+v", *x, *y)
 	}
 	if got := values(r, "b.example.org.", dns.TypeA); got != "192.0.2.2" {
@@ -164,10 +165,10 @@ func TestShareMembers(t *testing.T) {
 // a field added to Member without a place in the key fails here, not in production
 // by sharing members that differ in it.
 func TestShareMembersKey(t *testing.T) {
-	covered := map[string]bool{"ref": true, "Check": true, "ID": true, "Type": true, "Kind": true, "ETH": true,
+	covered := map[string]bool{"Ref": true, "Check": true, "ID": true, "Type": true, "Kind": true, "ETH": true,
 		"Weight": true, "Role": true, "Default": true,
-		"place": true} // members with one are not shared
-	mt := reflect.TypeFor[member]()
+		"Place": true} // members with one are not shared
+	mt := reflect.TypeFor[routing.Member]()
 	for i := range mt.NumField() {
 		if f := mt.Field(i); !covered[f.Name] {
 			t.Errorf("Member.%s is not in memberKey: add it, or say why sharing may ignore it", f.Name)
@@ -178,9 +179,9 @@ func TestShareMembersKey(t *testing.T) {
 // TestSlab: values come zeroed, from shared chunks that grow, capped so that appending
 // to one never writes over the next; a request too big for a chunk gets its own array.
 func TestSlab(t *testing.T) {
-	var s slab[int]
-	a := s.take(3)
-	b := s.take(2)
+	var s routing.Slab[int]
+	a := s.Take(3)
+	b := s.Take(2)
 	next := uintptr(unsafe.Pointer(&a[0])) + 3*unsafe.Sizeof(a[0])
 	if len(a) != 3 || cap(a) != 3 || len(b) != 2 || uintptr(unsafe.Pointer(&b[0])) != next {
 		t.Fatalf("take(3), take(2): len %d cap %d and len %d, not neighbours in one chunk", len(a), cap(a), len(b))
@@ -189,16 +190,16 @@ func TestSlab(t *testing.T) {
 	if b[0] != 0 {
 		t.Error("appending to a value ran into its neighbour")
 	}
-	for i := range 3 * slabMax {
-		if v := s.one(); *v != 0 {
+	for i := range 3 * routing.SlabMax {
+		if v := s.One(); *v != 0 {
 			t.Fatalf("value %d is %d, want zero", i, *v)
 		}
 	}
-	if s.size != slabMax {
-		t.Errorf("after %d values the chunks hold %d, want %d", 3*slabMax, s.size, slabMax)
+	if s.Size != routing.SlabMax {
+		t.Errorf("after %d values the chunks hold %d, want %d", 3*routing.SlabMax, s.Size, routing.SlabMax)
 	}
-	left := len(s.free)
-	if big := s.take(slabMax); len(big) != slabMax || len(s.free) != left {
+	left := len(s.Free)
+	if big := s.Take(routing.SlabMax); len(big) != routing.SlabMax || len(s.Free) != left {
 		t.Error("a large request took a chunk's place")
 	}
 }

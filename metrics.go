@@ -2,6 +2,7 @@ package healthroute
 
 import (
 	"errors"
+	"github.com/healthroute/healthroute/routing"
 	"sync/atomic"
 	"time"
 
@@ -52,10 +53,10 @@ var (
 		func(s *health.Scheduler) float64 { return s.LongestWait().Seconds() })
 	_ = schedulerGauge("max_probes", "The bound on probes in flight in force: max_probes, or the one fitted to the checks.",
 		(*health.Scheduler).MaxInFlightNow)
-	answersTotal = newAnswerFamily(answerSeries, "answers_total",
+	answersTotal = newAnswerFamily(routing.AnswerSeries, "answers_total",
 		"Answers, by the record set and member (set identifier) they came from.",
 		"server", "zone", "record", "member")
-	lastResortTotal = newAnswerFamily(resortSeries, "last_resort_answers_total",
+	lastResortTotal = newAnswerFamily(routing.ResortSeries, "last_resort_answers_total",
 		"Answers given by a record set in its last resort: every member unhealthy, answered as if all were healthy.",
 		"server", "zone", "record")
 	publicationsTotal = promauto.NewCounter(prometheus.CounterOpts{
@@ -124,31 +125,31 @@ func (probeObserver) Changed(spec *health.Spec, down bool) {
 }
 
 // per query, each record group that started or stopped answering in its last resort.
-func observePublication(r *resolver, prev, t *table, took time.Duration) {
+func observePublication(r *routing.Resolver, prev, t *routing.Table, took time.Duration) {
 	compileDuration.Observe(took.Seconds())
 	publicationsTotal.Inc()
-	checks, nodes := t.flipped, t.changed // what the compile reached; nil: everything
+	checks, nodes := t.Flipped, t.Changed // what the compile reached; nil: everything
 	if checks == nil {
-		checks = r.plan.checks
+		checks = r.Plan.Checks
 	}
 	if nodes == nil {
-		nodes = r.plan.nodes
+		nodes = r.Plan.Nodes
 	}
 	for _, s := range checks {
 		v := 0.0
-		if t.healthy(s) {
+		if t.Healthy(s) {
 			v = 1
 		}
 		checkHealthy.WithLabelValues(s.Name).Set(v)
 	}
 	for _, n := range nodes {
-		was := prev != nil && prev.state(n.id).failOpen
-		if now := t.state(n.id).failOpen; now != was && !n.dynHealth {
+		was := prev != nil && prev.State(n.ID).FailOpen
+		if now := t.State(n.ID).FailOpen; now != was && !n.DynHealth {
 			failing.set(r, n, now)
 			if now {
-				log.Warningf("record %s %s: every member is unhealthy: answering as if all were healthy (last resort)", n.set.Name, dns.TypeToString[n.qtype])
+				log.Warningf("record %s %s: every member is unhealthy: answering as if all were healthy (last resort)", n.Set.Name, dns.TypeToString[n.QType])
 			} else if prev != nil {
-				log.Infof("record %s %s: a member is healthy again: last resort over", n.set.Name, dns.TypeToString[n.qtype])
+				log.Infof("record %s %s: a member is healthy again: last resort over", n.Set.Name, dns.TypeToString[n.QType])
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package healthroute
 
 import (
+	"github.com/healthroute/healthroute/routing"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -33,7 +34,7 @@ import (
 // answerFamily is the collector of one of the two answer metrics.
 type answerFamily struct {
 	desc   *prometheus.Desc
-	which  int // answerSeries or resortSeries
+	which  int // AnswerSeries or ResortSeries
 	labels int
 	mu     sync.Mutex
 	extra  map[[4]string]*atomic.Uint64 // answers out of their record set's zone, by labels
@@ -105,8 +106,8 @@ func (f *answerFamily) Collect(ch chan<- prometheus.Metric) {
 		moved := qc.next.Load() != nil
 		// A running block's last-resort series exist at 0 (alerts and ratios need
 		// them before the first); answers_total's, one per member, only once counted.
-		zeros := f.which == resortSeries && !moved && !qc.retired
-		qc.plan.walkSeries(f.which, func(n int32, zone, record, member string) {
+		zeros := f.which == routing.ResortSeries && !moved && !qc.retired
+		qc.plan.WalkSeries(f.which, func(n int32, zone, record, member string) {
 			if v := c.n[n].Load() + hot[n]; (v > 0 || zeros) && !(moved && c.remap[n] >= 0) { // moved: the successor reports it
 				metric(v, qc.server, zone, record, member)
 			}
@@ -125,8 +126,8 @@ func (f *answerFamily) Collect(ch chan<- prometheus.Metric) {
 type queryCounters struct {
 	server string
 	cfg    *blockConfig    // the block's configuration: which block they are
-	plan   *plan           // and its plan: their series' numbers and labels
-	c      [2]seriesCounts // answerSeries, resortSeries
+	plan   *routing.Plan   // and its plan: their series' numbers and labels
+	c      [2]seriesCounts // AnswerSeries, ResortSeries
 	// next is the block that adopted these counts on reload: counts that still
 	// arrive here (the old block's queries in flight) are passed on to it.
 	next    atomic.Pointer[queryCounters]
@@ -183,10 +184,10 @@ func (h *HealthRoute) counters(server string) *queryCounters {
 	}
 	v, ok := h.serverCounters.Load(server)
 	if !ok {
-		p := h.resolver.plan
+		p := h.resolver.Plan
 		qc := &queryCounters{server: server, cfg: h.cfg, plan: p}
-		qc.c[answerSeries] = newSeriesCounts(p.seriesCount[answerSeries])
-		qc.c[resortSeries] = newSeriesCounts(p.seriesCount[resortSeries])
+		qc.c[routing.AnswerSeries] = newSeriesCounts(p.SeriesCount[routing.AnswerSeries])
+		qc.c[routing.ResortSeries] = newSeriesCounts(p.SeriesCount[routing.ResortSeries])
 		if v, ok = h.serverCounters.LoadOrStore(server, qc); !ok {
 			counting.add(qc)
 		}
@@ -265,10 +266,10 @@ func (cs *counterSets) shutdown(cfg *blockConfig) {
 // (the same zone, record and member) continues there.
 func adopt(p, qc *queryCounters) {
 	for which := range p.c {
-		num := make(map[[3]string]int32, qc.plan.seriesCount[which])
-		qc.plan.walkSeries(which, func(n int32, zone, record, member string) { num[[3]string{zone, record, member}] = n })
+		num := make(map[[3]string]int32, qc.plan.SeriesCount[which])
+		qc.plan.WalkSeries(which, func(n int32, zone, record, member string) { num[[3]string{zone, record, member}] = n })
 		remap := make([]int32, len(p.c[which].n))
-		p.plan.walkSeries(which, func(n int32, zone, record, member string) {
+		p.plan.WalkSeries(which, func(n int32, zone, record, member string) {
 			if j, ok := num[[3]string{zone, record, member}]; ok {
 				remap[n] = j
 			} else {
@@ -300,13 +301,13 @@ func (p *queryCounters) sweep() {
 // count records one answer's metrics. The common case, one member's answer in its
 // record set's zone on the block's one server, is inlined into the query path; the
 // rest, with its larger frame, runs only when needed.
-func (h *HealthRoute) count(server string, ans *answer) {
-	if ans.leafSet == nil && ans.resortSet == nil {
+func (h *HealthRoute) count(server string, ans *routing.Answer) {
+	if ans.LeafSet == nil && ans.ResortSet == nil {
 		return
 	}
-	if qc := h.lastCounters.Load(); qc != nil && qc.server == server && ans.leaf != nil && ans.resortSet == nil &&
-		qc.next.Load() == nil && ans.Zone == h.cfg.Zones[ans.leafSet.zone] {
-		qc.c[answerSeries].inc(ans.leaf.series, 1)
+	if qc := h.lastCounters.Load(); qc != nil && qc.server == server && ans.Leaf != nil && ans.ResortSet == nil &&
+		qc.next.Load() == nil && ans.Zone == h.cfg.Zones[ans.LeafSet.Zone] {
+		qc.c[routing.AnswerSeries].inc(ans.Leaf.Series, 1)
 		return
 	}
 	h.countSlow(server, ans)
@@ -316,27 +317,27 @@ func (h *HealthRoute) count(server string, ans *answer) {
 // last-resort answer, an answer out of its record set's zone, counts adopted.
 //
 //go:noinline
-func (h *HealthRoute) countSlow(server string, ans *answer) {
+func (h *HealthRoute) countSlow(server string, ans *routing.Answer) {
 	qc := h.counters(server)
-	if set := ans.leafSet; set != nil {
-		n, id := set.multi, "multivalue"
-		if mn := ans.leaf; mn != nil {
-			n, id = mn.series, mn.m.ID
+	if set := ans.LeafSet; set != nil {
+		n, id := set.Multi, "multivalue"
+		if mn := ans.Leaf; mn != nil {
+			n, id = mn.Series, mn.M.ID
 		}
-		if ans.Zone == h.cfg.Zones[set.zone] {
-			qc.add(answerSeries, n, 1)
+		if ans.Zone == h.cfg.Zones[set.Zone] {
+			qc.add(routing.AnswerSeries, n, 1)
 		} else {
 			answersTotal.extraSeries(server, ans.Zone, set.Name, id).Add(1)
 		}
 	}
-	if set := ans.resortSet; set != nil {
-		if ans.Zone == h.cfg.Zones[set.zone] {
-			qc.add(resortSeries, set.resort, 1)
+	if set := ans.ResortSet; set != nil {
+		if ans.Zone == h.cfg.Zones[set.Zone] {
+			qc.add(routing.ResortSeries, set.Resort, 1)
 		} else {
 			lastResortTotal.extraSeries(server, ans.Zone, set.Name).Add(1)
 		}
 	}
 }
 
-// observePublication is the resolver's publish hook: it times the compilation,
+// observePublication is the Resolver's publish hook: it times the compilation,
 // counts the publication, sets the check gauges and logs, once per change and not

@@ -1,6 +1,7 @@
 package healthroute
 
 import (
+	"github.com/healthroute/healthroute/routing"
 	"net"
 	"slices"
 	"sync"
@@ -94,7 +95,7 @@ func (c *checkRecordsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.d
 
 func (c *checkRecordsCollector) Collect(ch chan<- prometheus.Metric) {
 	seen := map[[4]string]bool{}
-	emit := func(check string, rs *recordSet, typ string) {
+	emit := func(check string, rs *routing.RecordSet, typ string) {
 		k := [4]string{check, rs.Name, typ, rs.Policy.String()}
 		if !seen[k] {
 			seen[k] = true
@@ -112,11 +113,11 @@ func (c *checkRecordsCollector) Collect(ch chan<- prometheus.Metric) {
 					continue
 				}
 				if len(m.Check.Children) == 0 {
-					emit(m.Check.Name, rs, m.typeName())
+					emit(m.Check.Name, rs, m.TypeName())
 					continue
 				}
 				for _, s := range health.Flatten([]*health.Spec{m.Check}) {
-					emit(s.Name, rs, m.typeName())
+					emit(s.Name, rs, m.TypeName())
 				}
 			}
 		}
@@ -128,7 +129,7 @@ func (c *checkRecordsCollector) Collect(ch chan<- prometheus.Metric) {
 // blocks (or a reload's old and new block) serve counts once.
 type failingOpen struct {
 	mu      sync.Mutex
-	byBlock map[*resolver]map[[3]string]bool
+	byBlock map[*routing.Resolver]map[[3]string]bool
 	count   map[[3]string]int // blocks in which each group fails open
 	spans   map[[3]string][]openSpan
 }
@@ -143,11 +144,11 @@ const (
 	openSpanAge  = 24 * time.Hour
 )
 
-var failing = failingOpen{byBlock: map[*resolver]map[[3]string]bool{}, count: map[[3]string]int{}, spans: map[[3]string][]openSpan{}}
+var failing = failingOpen{byBlock: map[*routing.Resolver]map[[3]string]bool{}, count: map[[3]string]int{}, spans: map[[3]string][]openSpan{}}
 
 // set records whether r's group n fails open.
-func (f *failingOpen) set(r *resolver, n *node, open bool) {
-	k := [3]string{n.set.Name, dns.TypeToString[n.qtype], n.set.Policy.String()}
+func (f *failingOpen) set(r *routing.Resolver, n *routing.Node, open bool) {
+	k := [3]string{n.Set.Name, dns.TypeToString[n.QType], n.Set.Policy.String()}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	mine := f.byBlock[r]
@@ -169,7 +170,7 @@ func (f *failingOpen) set(r *resolver, n *node, open bool) {
 }
 
 // drop forgets r's groups: its block shut down.
-func (f *failingOpen) drop(r *resolver) {
+func (f *failingOpen) drop(r *routing.Resolver) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for k := range f.byBlock[r] {

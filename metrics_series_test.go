@@ -2,6 +2,7 @@ package healthroute
 
 import (
 	"context"
+	"github.com/healthroute/healthroute/routing"
 	"slices"
 	"testing"
 
@@ -82,7 +83,7 @@ func TestAnswerSeriesShared(t *testing.T) {
 			t.Errorf("%s%v = %v, want %v", tc.metric, tc.labels, got, tc.want)
 		}
 	}
-	if got := h.resolver.plan.seriesCount; got != [2]int32{answerSeries: 4, resortSeries: 4} {
+	if got := h.resolver.Plan.SeriesCount; got != [2]int32{routing.AnswerSeries: 4, routing.ResortSeries: 4} {
 		t.Errorf("series = %v, want 4 answer series (one, multivalue, p, the alias) and 4 last-resort ones (a name each)", got)
 	}
 }

@@ -2,6 +2,7 @@ package healthroute
 
 import (
 	"fmt"
+	"github.com/healthroute/healthroute/routing"
 
 	"github.com/miekg/dns"
 
@@ -52,9 +53,9 @@ func (h *HealthRoute) Records() []view.Record { return h.resolver.Records() }
 
 // Explain resolves q exactly as a DNS query would and says why.
 func (h *HealthRoute) Explain(q view.Question) view.Explanation {
-	loc := clientLocation{Country: q.Country, Continent: q.Continent, Subdivisions: q.Subdivisions,
+	loc := routing.ClientLocation{Country: q.Country, Continent: q.Continent, Subdivisions: q.Subdivisions,
 		Lat: q.Lat, Lon: q.Lon, HasCoords: q.HasCoords}
-	ans, tr := h.resolver.Explain(query{Name: q.Name, Type: q.Type, Client: q.Client, Loc: loc})
+	ans, tr := h.resolver.Explain(routing.Query{Name: q.Name, Type: q.Type, Client: q.Client, Loc: loc})
 	v := view.Explanation{Name: q.Name, Type: dns.TypeToString[q.Type], Client: q.Client.String(),
 		Rcode: dns.RcodeToString[ans.Rcode], Answer: []string{}, Scope: ans.Scope, Trace: tr}
 	for _, rr := range ans.RRs {
@@ -77,7 +78,7 @@ func (h *HealthRoute) APIAddr() string {
 // Generation returns the number of the health snapshot the block answers from (0
 // before the first); it changes whenever a check's state does.
 func (h *HealthRoute) Generation() uint64 {
-	if snap := h.resolver.table.Load().snap; snap != nil {
+	if snap := h.resolver.Table.Load().Snap; snap != nil {
 		return snap.Gen
 	}
 	return 0

@@ -1,6 +1,7 @@
 package healthroute
 
 import (
+	"github.com/healthroute/healthroute/routing"
 	"strconv"
 	"time"
 
@@ -69,7 +70,7 @@ func authorityDefaults(cfg *blockConfig, now time.Time) error {
 		cfg.SOA.Refresh, cfg.SOA.Retry, cfg.SOA.Expire, cfg.SOA.Minimum = soaRefresh, soaRetry, soaExpire, cfg.TTL
 	}
 	for _, n := range cfg.NS {
-		if z := matchZone(cfg.Zones, n); z == "" || cfg.Fall.Through(n) {
+		if z := routing.MatchZone(cfg.Zones, n); z == "" || cfg.Fall.Through(n) {
 			continue
 		}
 		found := false
@@ -78,11 +79,11 @@ func authorityDefaults(cfg *blockConfig, now time.Time) error {
 				continue
 			}
 			for _, m := range rs.Members {
-				found = found || m.Kind == kindA || m.Kind == kindAAAA || m.Kind == kindAlias
+				found = found || m.Kind == routing.KindA || m.Kind == routing.KindAAAA || m.Kind == routing.KindAlias
 			}
 		}
 		if !found {
-			return cfg.state().nsPos.errorf("ns: %s is in zone %s but no record gives it an address; add `record %s simple { A ADDRESS }`", n, matchZone(cfg.Zones, n), n)
+			return cfg.state().nsPos.errorf("ns: %s is in zone %s but no record gives it an address; add `record %s simple { A ADDRESS }`", n, routing.MatchZone(cfg.Zones, n), n)
 		}
 	}
 	return nil

@@ -2,6 +2,7 @@ package healthroute
 
 import (
 	"fmt"
+	"github.com/healthroute/healthroute/routing"
 	"math"
 	"net/netip"
 	"slices"
@@ -14,17 +15,17 @@ import (
 )
 
 // parsePolicy maps a Corefile spelling to a Policy.
-func parsePolicy(s string) (policy, bool) {
-	for p, n := range policyNames {
+func parsePolicy(s string) (routing.Policy, bool) {
+	for p, n := range routing.PolicyNames {
 		if n != "" && n == s {
-			return policy(p), true
+			return routing.Policy(p), true
 		}
 	}
 	return 0, false
 }
 
 // parseRecord reads `record NAME POLICY { MEMBERS }`; args are the line's.
-func parseRecord(c *caddy.Controller, cfg *blockConfig, args []string) (*recordSet, error) {
+func parseRecord(c *caddy.Controller, cfg *blockConfig, args []string) (*routing.RecordSet, error) {
 	if len(args) != 2 {
 		return nil, c.ArgErr()
 	}
@@ -39,7 +40,7 @@ func parseRecord(c *caddy.Controller, cfg *blockConfig, args []string) (*recordS
 	if !ok {
 		return nil, c.Errf("record %s: unknown policy '%s', expected simple, weighted, latency, failover, geolocation, geoproximity, multivalue, ip or azaffinity", name, args[1])
 	}
-	rs := &recordSet{Name: name, Policy: pol}
+	rs := &routing.RecordSet{Name: name, Policy: pol}
 	cfg.state().setPos[rs] = pos{c.File(), c.Line()}
 	ttlLine := 0
 	err := block(c, func(first string, args []string) error {
@@ -77,32 +78,32 @@ func parseRecord(c *caddy.Controller, cfg *blockConfig, args []string) (*recordS
 }
 
 // policyKeys says what a member line of each policy starts with, for error messages.
-var policyKeys = map[policy]string{
-	policySimple:       "a target (" + targetTypes + ")",
-	policyWeighted:     "'weight N'",
-	policyLatency:      "'region NAME'",
-	policyFailover:     "'primary' or 'secondary'",
-	policyMultivalue:   "'value'",
-	policyGeolocation:  "'continent XX', 'country XX', 'subdivision XX-YY' or 'default'",
-	policyGeoproximity: "'region NAME [bias B]' or 'coordinates LAT LON [bias B]'",
-	policyIPBased:      "'cidr PREFIX[,PREFIX...]' or 'default'",
-	policyAZAffinity:   "'az ID', 'zone_group ID', 'region ID', 'partition ID' or 'global'",
+var policyKeys = map[routing.Policy]string{
+	routing.PolicySimple:       "a target (" + targetTypes + ")",
+	routing.PolicyWeighted:     "'weight N'",
+	routing.PolicyLatency:      "'region NAME'",
+	routing.PolicyFailover:     "'primary' or 'secondary'",
+	routing.PolicyMultivalue:   "'value'",
+	routing.PolicyGeolocation:  "'continent XX', 'country XX', 'subdivision XX-YY' or 'default'",
+	routing.PolicyGeoproximity: "'region NAME [bias B]' or 'coordinates LAT LON [bias B]'",
+	routing.PolicyIPBased:      "'cidr PREFIX[,PREFIX...]' or 'default'",
+	routing.PolicyAZAffinity:   "'az ID', 'zone_group ID', 'region ID', 'partition ID' or 'global'",
 }
 
 // parseMember reads one member line: policy key, target, options.
-func parseMember(c *caddy.Controller, cfg *blockConfig, rs *recordSet, a []string) (*member, error) {
-	m := &member{}
+func parseMember(c *caddy.Controller, cfg *blockConfig, rs *routing.RecordSet, a []string) (*routing.Member, error) {
+	m := &routing.Member{}
 	cfg.state().pos[m] = pos{c.File(), c.Line()}
 	bad := func() error {
 		return c.Errf("record %s: '%s' is not a member key of %s records, expected %s", rs.Name, a[0], rs.Policy, policyKeys[rs.Policy])
 	}
 	switch rs.Policy {
-	case policyLatency, policyGeolocation, policyGeoproximity, policyIPBased, policyAZAffinity:
-		m.place = new(place)
+	case routing.PolicyLatency, routing.PolicyGeolocation, routing.PolicyGeoproximity, routing.PolicyIPBased, routing.PolicyAZAffinity:
+		m.Place = new(routing.Place)
 	}
 	switch rs.Policy {
-	case policySimple:
-	case policyWeighted:
+	case routing.PolicySimple:
+	case routing.PolicyWeighted:
 		if a[0] != "weight" {
 			return nil, bad()
 		}
@@ -114,22 +115,22 @@ func parseMember(c *caddy.Controller, cfg *blockConfig, rs *recordSet, a []strin
 			return nil, c.Errf("record %s: weight: invalid value '%s', expected a number from 0 to 255", rs.Name, a[1])
 		}
 		m.Weight, a = uint8(w), a[2:]
-	case policyFailover:
+	case routing.PolicyFailover:
 		switch a[0] {
 		case "primary":
-			m.Role = rolePrimary
+			m.Role = routing.RolePrimary
 		case "secondary":
-			m.Role = roleSecondary
+			m.Role = routing.RoleSecondary
 		default:
 			return nil, bad()
 		}
 		a = a[1:]
-	case policyMultivalue:
+	case routing.PolicyMultivalue:
 		if a[0] != "value" {
 			return nil, bad()
 		}
 		a = a[1:]
-	case policyLatency:
+	case routing.PolicyLatency:
 		if a[0] != "region" {
 			return nil, bad()
 		}
@@ -137,22 +138,22 @@ func parseMember(c *caddy.Controller, cfg *blockConfig, rs *recordSet, a []strin
 			return nil, c.ArgErr()
 		}
 		m.Region, a = a[1], a[2:]
-	case policyGeolocation:
+	case routing.PolicyGeolocation:
 		var err error
 		if a, err = parseGeoKey(c, rs, m, a); err != nil {
 			return nil, err
 		}
-	case policyGeoproximity:
+	case routing.PolicyGeoproximity:
 		var err error
 		if a, err = parseProximityKey(c, cfg, rs, m, a); err != nil {
 			return nil, err
 		}
-	case policyAZAffinity:
+	case routing.PolicyAZAffinity:
 		var err error
 		if a, err = parseAZKey(c, rs, m, a); err != nil {
 			return nil, err
 		}
-	case policyIPBased:
+	case routing.PolicyIPBased:
 		switch a[0] {
 		case "default":
 			m.Default, a = true, a[1:]
@@ -204,7 +205,7 @@ func parseMember(c *caddy.Controller, cfg *blockConfig, rs *recordSet, a []strin
 			}
 			m.ID, a = a[1], a[2:]
 		case "evaluate_target_health":
-			if m.Kind != kindAlias {
+			if m.Kind != routing.KindAlias {
 				return nil, c.Errf("record %s: evaluate_target_health applies to alias targets only", rs.Name)
 			}
 			m.ETH, a = true, a[1:]
@@ -237,9 +238,9 @@ func parseMember(c *caddy.Controller, cfg *blockConfig, rs *recordSet, a []strin
 
 // parseGeoKey reads a geolocation key: continent XX, country XX, subdivision XX-YY
 // or default.
-func parseGeoKey(c *caddy.Controller, rs *recordSet, m *member, a []string) ([]string, error) {
+func parseGeoKey(c *caddy.Controller, rs *routing.RecordSet, m *routing.Member, a []string) ([]string, error) {
 	if a[0] == "default" {
-		m.Geo, m.Default = geoDefault, true
+		m.Geo, m.Default = routing.GeoDefault, true
 		return a[1:], nil
 	}
 	if len(a) < 2 {
@@ -248,30 +249,30 @@ func parseGeoKey(c *caddy.Controller, rs *recordSet, m *member, a []string) ([]s
 	code := strings.ToUpper(a[1])
 	switch a[0] {
 	case "continent":
-		if !continents[code] {
+		if !routing.Continents[code] {
 			return nil, c.Errf("record %s: continent: invalid code '%s', expected AF, AN, AS, EU, NA, OC or SA", rs.Name, a[1])
 		}
-		m.Geo = geoContinent
+		m.Geo = routing.GeoContinent
 	case "country":
-		if _, ok := continentOf[code]; !ok {
+		if _, ok := routing.ContinentOf[code]; !ok {
 			return nil, c.Errf("record %s: country: invalid code '%s', expected an ISO 3166-1 alpha-2 code", rs.Name, a[1])
 		}
-		m.Geo = geoCountry
+		m.Geo = routing.GeoCountry
 	case "subdivision":
 		cc, sub, ok := strings.Cut(code, "-")
-		if _, known := continentOf[cc]; !ok || !known || sub == "" || len(sub) > 3 {
+		if _, known := routing.ContinentOf[cc]; !ok || !known || sub == "" || len(sub) > 3 {
 			return nil, c.Errf("record %s: subdivision: invalid code '%s', expected COUNTRY-SUBDIVISION such as US-CA", rs.Name, a[1])
 		}
-		m.Geo = geoSubdivision
+		m.Geo = routing.GeoSubdivision
 	default:
-		return nil, c.Errf("record %s: '%s' is not a member key of geolocation records, expected %s", rs.Name, a[0], policyKeys[policyGeolocation])
+		return nil, c.Errf("record %s: '%s' is not a member key of geolocation records, expected %s", rs.Name, a[0], policyKeys[routing.PolicyGeolocation])
 	}
 	m.GeoCode = code
 	return a[2:], nil
 }
 
 // parseProximityKey reads `region NAME [bias B]` or `coordinates LAT LON [bias B]`.
-func parseProximityKey(c *caddy.Controller, cfg *blockConfig, rs *recordSet, m *member, a []string) ([]string, error) {
+func parseProximityKey(c *caddy.Controller, cfg *blockConfig, rs *routing.RecordSet, m *routing.Member, a []string) ([]string, error) {
 	switch a[0] {
 	case "region":
 		if len(a) < 2 {
@@ -288,7 +289,7 @@ func parseProximityKey(c *caddy.Controller, cfg *blockConfig, rs *recordSet, m *
 		}
 		m.Lat, m.Lon, a = lat, lon, a[3:]
 	default:
-		return nil, c.Errf("record %s: '%s' is not a member key of geoproximity records, expected %s", rs.Name, a[0], policyKeys[policyGeoproximity])
+		return nil, c.Errf("record %s: '%s' is not a member key of geoproximity records, expected %s", rs.Name, a[0], policyKeys[routing.PolicyGeoproximity])
 	}
 	m.Coords = true
 	if len(a) >= 2 && a[0] == "bias" {
@@ -306,16 +307,16 @@ func isOption(s string) bool {
 }
 
 // defaultID derives a stable set identifier from the member's key and target.
-func defaultID(m *member) string {
+func defaultID(m *routing.Member) string {
 	var key string
 	switch {
-	case m.Role == rolePrimary:
+	case m.Role == routing.RolePrimary:
 		key = "primary-"
-	case m.Role == roleSecondary:
+	case m.Role == routing.RoleSecondary:
 		key = "secondary-"
-	case m.place == nil: // no other key
+	case m.Place == nil: // no other key
 	case m.AZLevel != 0:
-		key = azKeyString(azKey{m.AZLevel, m.AZID}) + "-"
+		key = routing.AZKeyString(routing.AZKey{Level: m.AZLevel, ID: m.AZID}) + "-"
 	case m.Region != "":
 		key = m.Region + "-"
 	case m.Default:
@@ -328,9 +329,9 @@ func defaultID(m *member) string {
 		key = m.CIDRs[0].String() + "-"
 	}
 	switch m.Kind {
-	case kindA, kindAAAA:
+	case routing.KindA, routing.KindAAAA:
 		return key + m.Addrs[0].String()
-	case kindRR:
+	case routing.KindRR:
 		return key + strings.ToLower(dns.TypeToString[m.Type]) + "-" + strings.TrimPrefix(m.RRs[0].String(), m.RRs[0].Header().String())
 	default:
 		return key + strings.TrimSuffix(m.Target, ".")
@@ -354,13 +355,13 @@ var quotedFields = map[uint16][]int{dns.TypeCAA: {2}, dns.TypeNAPTR: {2, 3, 4}}
 // parseTarget reads a member's target: `A ADDR...`, `AAAA ADDR...`, `CNAME NAME`,
 // `alias NAME [TYPE]` or `TYPE VALUE...` in zone-file presentation format, and
 // returns what follows it.
-func parseTarget(c *caddy.Controller, cfg *blockConfig, rs *recordSet, m *member, a []string) ([]string, error) {
+func parseTarget(c *caddy.Controller, cfg *blockConfig, rs *routing.RecordSet, m *routing.Member, a []string) ([]string, error) {
 	typ := strings.ToUpper(a[0])
 	switch typ {
 	case "A", "AAAA":
-		m.Kind, m.Type = kindA, dns.TypeA
+		m.Kind, m.Type = routing.KindA, dns.TypeA
 		if typ == "AAAA" {
-			m.Kind, m.Type = kindAAAA, dns.TypeAAAA
+			m.Kind, m.Type = routing.KindAAAA, dns.TypeAAAA
 		}
 		a = a[1:]
 		n := 0
@@ -373,17 +374,17 @@ func parseTarget(c *caddy.Controller, cfg *blockConfig, rs *recordSet, m *member
 		addrs := make([]netip.Addr, n)
 		for i, s := range a[:n] {
 			ip, err := netip.ParseAddr(s)
-			if err != nil || ip.Zone() != "" || (m.Kind == kindA) != ip.Is4() {
+			if err != nil || ip.Zone() != "" || (m.Kind == routing.KindA) != ip.Is4() {
 				return nil, c.Errf("record %s: invalid %s address '%s'", rs.Name, m.Kind, s)
 			}
 			addrs[i] = ip
 		}
-		m.ref = cfg.state().share(ref{Addrs: addrs}) // members of many names often point at the same address
+		m.Ref = cfg.state().share(routing.Ref{Addrs: addrs}) // members of many names often point at the same address
 		return a[n:], nil
 	case "CNAME", "ALIAS":
-		m.Kind, m.Type = kindCNAME, dns.TypeCNAME
+		m.Kind, m.Type = routing.KindCNAME, dns.TypeCNAME
 		if typ == "ALIAS" {
-			m.Kind, m.Type, m.ETH = kindAlias, 0, true // on by default: docs/routing.md#evaluate-target-health
+			m.Kind, m.Type, m.ETH = routing.KindAlias, 0, true // on by default: docs/routing.md#evaluate-target-health
 		}
 		if len(a) < 2 {
 			return nil, c.Errf("record %s: %s needs a target name", rs.Name, a[0])
@@ -392,11 +393,11 @@ func parseTarget(c *caddy.Controller, cfg *blockConfig, rs *recordSet, m *member
 		if !ok {
 			return nil, c.Errf("record %s: invalid %s target '%s', expected a domain name", rs.Name, a[0], a[1])
 		}
-		m.ref = cfg.state().share(ref{Target: t})
+		m.Ref = cfg.state().share(routing.Ref{Target: t})
 		a = a[2:]
-		if m.Kind == kindAlias && len(a) > 0 && !isOption(a[0]) {
+		if m.Kind == routing.KindAlias && len(a) > 0 && !isOption(a[0]) {
 			at := dns.StringToType[strings.ToUpper(a[0])]
-			if !aliasTypes[at] {
+			if !routing.AliasTypes[at] {
 				return nil, c.Errf("record %s: alias: invalid type '%s', expected A, AAAA, CNAME, MX, TXT, SPF, SRV, CAA, PTR or NAPTR", rs.Name, a[0])
 			}
 			m.Type, a = at, a[1:]
@@ -406,12 +407,12 @@ func parseTarget(c *caddy.Controller, cfg *blockConfig, rs *recordSet, m *member
 	t, ok := dns.StringToType[typ]
 	n, known := rrFields[t]
 	if !ok || (!known && t != dns.TypeTXT && t != dns.TypeSPF) {
-		if rs.Policy == policySimple {
-			return nil, c.Errf("record %s: '%s' is not a member key of simple records, expected %s", rs.Name, a[0], policyKeys[policySimple])
+		if rs.Policy == routing.PolicySimple {
+			return nil, c.Errf("record %s: '%s' is not a member key of simple records, expected %s", rs.Name, a[0], policyKeys[routing.PolicySimple])
 		}
 		return nil, c.Errf("record %s: unknown target type '%s', expected %s", rs.Name, a[0], targetTypes)
 	}
-	m.Kind, m.Type, m.ref, a = kindRR, t, &ref{}, a[1:]
+	m.Kind, m.Type, m.Ref, a = routing.KindRR, t, &routing.Ref{}, a[1:]
 	zone := plugin.Zones(cfg.Zones).Matches(strings.TrimPrefix(rs.Name, "*."))
 	for len(a) > 0 && !isOption(a[0]) {
 		var rdata string

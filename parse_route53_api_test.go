@@ -3,6 +3,7 @@ package healthroute
 import (
 	"context"
 	"encoding/json"
+	"github.com/healthroute/healthroute/routing"
 	"os"
 	"path/filepath"
 	"strings"
@@ -79,7 +80,7 @@ func TestRoute53APIRecordsLoadMarkedAndConflictsRefused(t *testing.T) {
 	var api, corefile int
 	for _, rs := range cfg.Records {
 		switch {
-		case rs.Name == "w.example.org." && rs.API && rs.Policy == policyWeighted && len(rs.Members) == 2:
+		case rs.Name == "w.example.org." && rs.API && rs.Policy == routing.PolicyWeighted && len(rs.Members) == 2:
 			api++
 		case rs.Name == "static.example.org." && !rs.API:
 			corefile++

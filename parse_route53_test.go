@@ -3,6 +3,7 @@ package healthroute
 import (
 	"context"
 	"fmt"
+	"github.com/healthroute/healthroute/routing"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -86,7 +87,7 @@ func TestRoute53LoadedAllocs(t *testing.T) {
 	r := newResolver(cfg)
 	r.Publish(snapshot(cfg, "hc7-0"))
 	client := netip.MustParsePrefix("192.0.2.1/32")
-	for _, q := range []query{
+	for _, q := range []routing.Query{
 		{Name: "n7.example.com.", Type: dns.TypeA, Client: client},
 		{Name: "n7.example.com.", Type: dns.TypeTXT, Client: client},
 		{Name: "n7.example.com.", Type: dns.TypeMX, Client: client},
@@ -98,10 +99,10 @@ func TestRoute53LoadedAllocs(t *testing.T) {
 			t.Errorf("%s %s: %v allocations per query, want 0", q.Name, dns.TypeToString[q.Type], n)
 		}
 	}
-	if a := r.Resolve(query{Name: "n7.example.com.", Type: dns.TypeA, Client: client}); a.RRs[0].(*dns.A).A.String() != "10.1.0.7" {
+	if a := r.Resolve(routing.Query{Name: "n7.example.com.", Type: dns.TypeA, Client: client}); a.RRs[0].(*dns.A).A.String() != "10.1.0.7" {
 		t.Errorf("n7 with its first member's check down: %v, want the second member", a.RRs)
 	}
-	if a := r.Resolve(query{Name: "_x._tcp.n7.example.com.", Type: dns.TypeSRV, Client: client}); len(a.Extra) != 1 {
+	if a := r.Resolve(routing.Query{Name: "_x._tcp.n7.example.com.", Type: dns.TypeSRV, Client: client}); len(a.Extra) != 1 {
 		t.Errorf("SRV to n7: additional %v, want n7's chosen address", a.Extra)
 	}
 }
@@ -160,7 +161,7 @@ func TestRoute53ReadmeProperty(t *testing.T) {
 	rh.Publish(snapshot(hcfg))
 	for _, n := range []string{"example.com.", "api.example.com.", "cdn.example.com.", "www.example.com."} {
 		for _, qt := range []uint16{dns.TypeA, dns.TypeAAAA, dns.TypeTXT} {
-			q := query{Name: n, Type: qt, Client: testClient}
+			q := routing.Query{Name: n, Type: qt, Client: testClient}
 			if g, w := route53Answer(rp.Resolve(q)), route53Answer(rh.Resolve(q)); g != w {
 				t.Errorf("%s %s: the property answers\n%s\nthe printed lines\n%s", n, dns.TypeToString[qt], g, w)
 			}

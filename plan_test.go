@@ -2,6 +2,7 @@ package healthroute
 
 import (
 	"fmt"
+	"github.com/healthroute/healthroute/routing"
 	"strings"
 	"testing"
 
@@ -26,12 +27,12 @@ func aliasChain(depth int) string {
 func TestAliasChainDeep(t *testing.T) {
 	const depth = 10_000
 	r, _ := testResolver(t, aliasChain(depth))
-	if n := len(r.plan.nodes); n != depth {
+	if n := len(r.Plan.Nodes); n != depth {
 		t.Fatalf("plan has %d nodes for %d record sets, want one each", n, depth)
 	}
 	for _, i := range []int{0, 1, depth / 2, depth - 1} {
 		name := fmt.Sprintf("r%d.example.org.", i)
-		rrs := r.Resolve(query{Name: name, Type: dns.TypeA, Client: testClient}).RRs
+		rrs := r.Resolve(routing.Query{Name: name, Type: dns.TypeA, Client: testClient}).RRs
 		if len(rrs) != 1 || rrs[0].Header().Name != name || rrs[0].(*dns.A).A.String() != "192.0.2.1" {
 			t.Errorf("%s: answer %v, want 192.0.2.1 owned by %s", name, rrs, name)
 		}
@@ -60,7 +61,7 @@ func TestSharedGroupAnswersUnderEachName(t *testing.T) {
 			value AAAA 2001:db8::2
 		}
 	}`)
-	if r.plan.names["a.example.org."].a.members[0].child != r.plan.names["b.example.org."].a.members[0].child {
+	if r.Plan.Names["a.example.org."].A.Members[0].Child != r.Plan.Names["b.example.org."].A.Members[0].Child {
 		t.Error("a and b alias s but hold different nodes for it")
 	}
 	for _, tc := range []struct {
@@ -74,7 +75,7 @@ func TestSharedGroupAnswersUnderEachName(t *testing.T) {
 		{"ma.example.org.", dns.TypeAAAA, "2001:db8::1,2001:db8::2"},
 		{"m.example.org.", dns.TypeAAAA, "2001:db8::1,2001:db8::2"},
 	} {
-		q := query{Name: tc.name, Type: tc.qtype, Client: testClient}
+		q := routing.Query{Name: tc.name, Type: tc.qtype, Client: testClient}
 		for range 20 { // every rotation is named right
 			rrs := r.Resolve(q).RRs
 			if got := strings.Join(rrValues(rrs), ","); got != tc.want {
@@ -87,7 +88,7 @@ func TestSharedGroupAnswersUnderEachName(t *testing.T) {
 			}
 		}
 	}
-	q := query{Name: "a.example.org.", Type: dns.TypeA, Client: testClient}
+	q := routing.Query{Name: "a.example.org.", Type: dns.TypeA, Client: testClient}
 	if n := testing.AllocsPerRun(100, func() { r.Resolve(q) }); n != 0 {
 		t.Errorf("an alias answer allocates %v times per query after the first, want 0", n)
 	}

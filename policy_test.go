@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/healthroute/healthroute/internal/watch"
+	"github.com/healthroute/healthroute/routing"
 	"net/netip"
 	"os"
 	"strings"
@@ -15,8 +16,8 @@ import (
 )
 
 // ask resolves name/A for a client prefix and location and returns the answer values.
-func ask(r *resolver, name, client string, loc clientLocation) (string, answer) {
-	ans := r.Resolve(query{Name: name, Type: dns.TypeA, Client: netip.MustParsePrefix(client), Loc: loc})
+func ask(r *routing.Resolver, name, client string, loc routing.ClientLocation) (string, routing.Answer) {
+	ans := r.Resolve(routing.Query{Name: name, Type: dns.TypeA, Client: netip.MustParsePrefix(client), Loc: loc})
 	return strings.Join(rrValues(ans.RRs), ","), ans
 }
 
@@ -48,29 +49,29 @@ func TestLatency(t *testing.T) {
 	}`
 	withTable := "healthroute {\nlatency_table " + table + checks + records
 	without := "healthroute {" + checks + records
-	dublin := clientLocation{Lat: 53.35, Lon: -6.26, HasCoords: true}
+	dublin := routing.ClientLocation{Lat: 53.35, Lon: -6.26, HasCoords: true}
 	tests := []struct {
 		name   string
 		block  string
 		client string
-		loc    clientLocation
+		loc    routing.ClientLocation
 		down   []string
 		want   string
 	}{
-		{"table: us client", withTable, "192.0.2.7/32", clientLocation{}, nil, "192.0.2.1"},
-		{"table: eu client", withTable, "198.51.100.7/32", clientLocation{}, nil, "192.0.2.2"},
-		{"table: longest prefix row wins", withTable, "198.51.100.200/32", clientLocation{}, nil, "192.0.2.3"},
-		{"table: ECS /24 prefix", withTable, "198.51.100.0/24", clientLocation{}, nil, "192.0.2.2"},
+		{"table: us client", withTable, "192.0.2.7/32", routing.ClientLocation{}, nil, "192.0.2.1"},
+		{"table: eu client", withTable, "198.51.100.7/32", routing.ClientLocation{}, nil, "192.0.2.2"},
+		{"table: longest prefix row wins", withTable, "198.51.100.200/32", routing.ClientLocation{}, nil, "192.0.2.3"},
+		{"table: ECS /24 prefix", withTable, "198.51.100.0/24", routing.ClientLocation{}, nil, "192.0.2.2"},
 		{"table: a /16 query matches no /24 row: coordinates", withTable, "198.51.0.0/16", dublin, nil, "192.0.2.2"},
-		{"table: IPv6 client", withTable, "2001:db8:1::/48", clientLocation{}, nil, "192.0.2.3"},
-		{"table: unhealthy best -> next best", withTable, "192.0.2.7/32", clientLocation{}, []string{"c1"}, "192.0.2.2"},
-		{"table: two down -> third", withTable, "192.0.2.7/32", clientLocation{}, []string{"c1", "c2"}, "192.0.2.3"},
-		{"table: all unhealthy -> lowest latency", withTable, "198.51.100.7/32", clientLocation{}, []string{"c1", "c2", "c3"}, "192.0.2.2"},
+		{"table: IPv6 client", withTable, "2001:db8:1::/48", routing.ClientLocation{}, nil, "192.0.2.3"},
+		{"table: unhealthy best -> next best", withTable, "192.0.2.7/32", routing.ClientLocation{}, []string{"c1"}, "192.0.2.2"},
+		{"table: two down -> third", withTable, "192.0.2.7/32", routing.ClientLocation{}, []string{"c1", "c2"}, "192.0.2.3"},
+		{"table: all unhealthy -> lowest latency", withTable, "198.51.100.7/32", routing.ClientLocation{}, []string{"c1", "c2", "c3"}, "192.0.2.2"},
 		{"coordinates: Dublin -> eu-west-1", without, "203.0.113.1/32", dublin, nil, "192.0.2.2"},
-		{"coordinates: Sydney -> ap-southeast-2", without, "203.0.113.1/32", clientLocation{Lat: -33.8, Lon: 151, HasCoords: true}, nil, "192.0.2.3"},
+		{"coordinates: Sydney -> ap-southeast-2", without, "203.0.113.1/32", routing.ClientLocation{Lat: -33.8, Lon: 151, HasCoords: true}, nil, "192.0.2.3"},
 		{"coordinates: next closest when unhealthy", without, "203.0.113.1/32", dublin, []string{"c2"}, "192.0.2.1"},
-		{"no table, no location: listing order", without, "203.0.113.1/32", clientLocation{}, nil, "192.0.2.1"},
-		{"listing order, first unhealthy", without, "203.0.113.1/32", clientLocation{}, []string{"c1"}, "192.0.2.2"},
+		{"no table, no location: listing order", without, "203.0.113.1/32", routing.ClientLocation{}, nil, "192.0.2.1"},
+		{"listing order, first unhealthy", without, "203.0.113.1/32", routing.ClientLocation{}, []string{"c1"}, "192.0.2.2"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -100,7 +101,7 @@ func TestLatencyTableReload(t *testing.T) {
 			region b A 192.0.2.2
 		}
 	}`)
-	if got, _ := ask(r, "lat.example.org.", "192.0.2.9/32", clientLocation{}); got != "192.0.2.1" {
+	if got, _ := ask(r, "lat.example.org.", "192.0.2.9/32", routing.ClientLocation{}); got != "192.0.2.1" {
 		t.Fatalf("before: got %s, want 192.0.2.1", got)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
@@ -113,7 +114,7 @@ func TestLatencyTableReload(t *testing.T) {
 	var got string
 	waitUntil(t, 5*time.Second, "the changed table is picked up",
 		func() bool {
-			got, _ = ask(r, "lat.example.org.", "192.0.2.9/32", clientLocation{})
+			got, _ = ask(r, "lat.example.org.", "192.0.2.9/32", routing.ClientLocation{})
 			return got == "192.0.2.2"
 		},
 		func() string { return "last answer " + got })
@@ -139,28 +140,28 @@ func TestGeolocation(t *testing.T) {
 			}
 		}`
 	}
-	ca := clientLocation{Country: "US", Continent: "NA", Subdivisions: "CA"}
+	ca := routing.ClientLocation{Country: "US", Continent: "NA", Subdivisions: "CA"}
 	tests := []struct {
 		name       string
 		noDefault  bool
-		loc        clientLocation
+		loc        routing.ClientLocation
 		down       []string
 		want       string
 		wantNoData bool
 	}{
 		{"subdivision", false, ca, nil, "192.0.2.1", false},
-		{"country", false, clientLocation{Country: "US", Continent: "NA", Subdivisions: "NY"}, nil, "192.0.2.2", false},
-		{"continent", false, clientLocation{Country: "CA", Continent: "NA"}, nil, "192.0.2.3", false},
-		{"continent from the country table", false, clientLocation{Country: "FR"}, nil, "192.0.2.5", false},
-		{"country beats continent", false, clientLocation{Country: "DE", Continent: "EU"}, nil, "192.0.2.4", false},
-		{"default", false, clientLocation{Country: "JP", Continent: "AS"}, nil, "192.0.2.99", false},
-		{"unknown location: default", false, clientLocation{}, nil, "192.0.2.99", false},
+		{"country", false, routing.ClientLocation{Country: "US", Continent: "NA", Subdivisions: "NY"}, nil, "192.0.2.2", false},
+		{"continent", false, routing.ClientLocation{Country: "CA", Continent: "NA"}, nil, "192.0.2.3", false},
+		{"continent from the country table", false, routing.ClientLocation{Country: "FR"}, nil, "192.0.2.5", false},
+		{"country beats continent", false, routing.ClientLocation{Country: "DE", Continent: "EU"}, nil, "192.0.2.4", false},
+		{"default", false, routing.ClientLocation{Country: "JP", Continent: "AS"}, nil, "192.0.2.99", false},
+		{"unknown location: default", false, routing.ClientLocation{}, nil, "192.0.2.99", false},
 		{"subdivision down: country", false, ca, []string{"c1"}, "192.0.2.2", false},
 		{"subdivision and country down: continent", false, ca, []string{"c1", "c2"}, "192.0.2.3", false},
 		{"all three down: default", false, ca, []string{"c1", "c2", "c3"}, "192.0.2.99", false},
 		{"all applicable down: the smallest", false, ca, []string{"c1", "c2", "c3", "c4"}, "192.0.2.1", false},
-		{"records of other places never apply", false, clientLocation{Country: "FR", Continent: "EU"}, []string{"c5", "c4"}, "192.0.2.5", false},
-		{"no default, nothing applies: NODATA", true, clientLocation{Country: "JP", Continent: "AS"}, nil, "", true},
+		{"records of other places never apply", false, routing.ClientLocation{Country: "FR", Continent: "EU"}, []string{"c5", "c4"}, "192.0.2.5", false},
+		{"no default, nothing applies: NODATA", true, routing.ClientLocation{Country: "JP", Continent: "AS"}, nil, "", true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -180,11 +181,11 @@ func TestGeolocation(t *testing.T) {
 // TestGeoproximity covers docs/routing.md#geoproximity, with the bias examples.
 func TestGeoproximity(t *testing.T) {
 	// On the equator one degree of longitude is about 111.19 km.
-	origin := clientLocation{Lat: 0, Lon: 0, HasCoords: true}
+	origin := routing.ClientLocation{Lat: 0, Lon: 0, HasCoords: true}
 	tests := []struct {
 		name    string
 		members string
-		loc     clientLocation
+		loc     routing.ClientLocation
 		down    []string
 		want    string
 	}{
@@ -202,7 +203,7 @@ func TestGeoproximity(t *testing.T) {
 		{"all unhealthy: closest", `coordinates 0 0.9 A 192.0.2.1 check c1
 			coordinates 0 1.35 A 192.0.2.2 check c2`, origin, []string{"c1", "c2"}, "192.0.2.1"},
 		{"unknown location: first listed healthy", `coordinates 0 5 A 192.0.2.1 check c1
-			coordinates 0 1 A 192.0.2.2 check c2`, clientLocation{}, []string{"c1"}, "192.0.2.2"},
+			coordinates 0 1 A 192.0.2.2 check c2`, routing.ClientLocation{}, []string{"c1"}, "192.0.2.2"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -258,7 +259,7 @@ func TestIPBased(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r, cfg := testResolver(t, tc.block)
 			r.Publish(snapshot(cfg, tc.down...))
-			got, ans := ask(r, "ip.example.org.", tc.client, clientLocation{})
+			got, ans := ask(r, "ip.example.org.", tc.client, routing.ClientLocation{})
 			if got != tc.want {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}
@@ -290,12 +291,12 @@ func TestETHIntoClientGroups(t *testing.T) {
 			weight 10 A 203.0.113.50
 		}
 	}`)
-	us, de, jp := clientLocation{Country: "US"}, clientLocation{Country: "DE"}, clientLocation{Country: "JP"}
+	us, de, jp := routing.ClientLocation{Country: "US"}, routing.ClientLocation{Country: "DE"}, routing.ClientLocation{Country: "JP"}
 	tests := []struct {
 		name   string
 		qname  string
 		client string
-		loc    clientLocation
+		loc    routing.ClientLocation
 		down   []string
 		want   string
 	}{
@@ -318,7 +319,7 @@ func TestETHIntoClientGroups(t *testing.T) {
 	}
 	// A static answer has scope 0, a client-dependent one the client's prefix length.
 	r2, _ := testResolver(t, treeBlock)
-	if _, ans := ask(r2, "www.example.org.", "192.0.2.0/24", clientLocation{}); ans.Scope != 0 {
+	if _, ans := ask(r2, "www.example.org.", "192.0.2.0/24", routing.ClientLocation{}); ans.Scope != 0 {
 		t.Errorf("failover/weighted answer has scope %d, want 0", ans.Scope)
 	}
 }
@@ -351,7 +352,7 @@ func BenchmarkResolveLatencyTree(b *testing.B) {
 	}`)
 	r.Publish(snapshot(cfg, "c1"))
 	r.Rand = nil
-	q := query{Name: "www.example.org.", Type: dns.TypeA, Client: netip.MustParsePrefix("10.3.7.0/24")}
+	q := routing.Query{Name: "www.example.org.", Type: dns.TypeA, Client: netip.MustParsePrefix("10.3.7.0/24")}
 	b.ReportAllocs()
 	for b.Loop() {
 		if len(r.Resolve(q).RRs) != 1 {
@@ -373,7 +374,7 @@ func BenchmarkResolveIP(b *testing.B) {
 		}
 	}`)
 	r.Rand = nil
-	q := query{Name: "ip.example.org.", Type: dns.TypeA, Client: netip.MustParsePrefix("10.20.30.40/32")}
+	q := routing.Query{Name: "ip.example.org.", Type: dns.TypeA, Client: netip.MustParsePrefix("10.20.30.40/32")}
 	b.ReportAllocs()
 	for b.Loop() {
 		if len(r.Resolve(q).RRs) != 1 {

@@ -1,6 +1,7 @@
 package healthroute
 
 import (
+	"github.com/healthroute/healthroute/routing"
 	"strconv"
 	"strings"
 
@@ -16,7 +17,7 @@ import (
 // azaffinity record sets, which Route 53's API cannot express, are left out.
 func corefileSets(cfg *blockConfig, zone string) []route53.ResourceRecordSet {
 	ttl := int64(cfg.TTL)
-	rr := soa(zone, cfg.TTL, &cfg.SOA, cfg.NS)
+	rr := routing.SOA(zone, cfg.TTL, &cfg.SOA, cfg.NS)
 	out := []route53.ResourceRecordSet{{Name: zone, Type: "SOA", TTL: &ttl,
 		ResourceRecords: []route53.ResourceRecord{{Value: strings.TrimPrefix(rr.String(), rr.Header().String())}}}}
 	if len(cfg.NS) > 0 {
@@ -28,7 +29,7 @@ func corefileSets(cfg *blockConfig, zone string) []route53.ResourceRecordSet {
 	}
 	byKey := map[string]int{} // name, type, set identifier -> index in out
 	for _, rs := range cfg.Records {
-		if rs.API || rs.Policy == policyAZAffinity || !inZone(zone, rs.Name) {
+		if rs.API || rs.Policy == routing.PolicyAZAffinity || !inZone(zone, rs.Name) {
 			continue
 		}
 		for _, m := range rs.Members {
@@ -46,22 +47,22 @@ func corefileSets(cfg *blockConfig, zone string) []route53.ResourceRecordSet {
 }
 
 // memberSet is one member of a Corefile record set as a Route 53 record set.
-func memberSet(cfg *blockConfig, zone string, rs *recordSet, m *member) route53.ResourceRecordSet {
+func memberSet(cfg *blockConfig, zone string, rs *routing.RecordSet, m *routing.Member) route53.ResourceRecordSet {
 	set := route53.ResourceRecordSet{Name: strings.Replace(rs.Name, "*.", `\052.`, 1), Type: dns.TypeToString[m.Type]}
-	if rs.Policy != policySimple {
+	if rs.Policy != routing.PolicySimple {
 		set.SetIdentifier = m.ID
 	}
 	if m.Check != nil {
 		set.HealthCheckId = m.Check.Name
 	}
 	switch m.Kind {
-	case kindAlias:
+	case routing.KindAlias:
 		if m.Type == 0 {
 			set.Type = "A"
 		}
 		set.AliasTarget = &route53.AliasTarget{HostedZoneId: r53api.ZoneID(zone), DNSName: m.Target, EvaluateTargetHealth: m.ETH}
 	default:
-		ttl := int64(rs.ttl(cfg.TTL))
+		ttl := int64(rs.AnswerTTL(cfg.TTL))
 		set.TTL = &ttl
 		for _, v := range memberValues(m) {
 			set.ResourceRecords = append(set.ResourceRecords, route53.ResourceRecord{Value: v})
@@ -72,14 +73,14 @@ func memberSet(cfg *blockConfig, zone string, rs *recordSet, m *member) route53.
 }
 
 // memberValues are a member's values in presentation format.
-func memberValues(m *member) []string {
+func memberValues(m *routing.Member) []string {
 	var out []string
 	switch m.Kind {
-	case kindA, kindAAAA:
+	case routing.KindA, routing.KindAAAA:
 		for _, a := range m.Addrs {
 			out = append(out, a.String())
 		}
-	case kindCNAME:
+	case routing.KindCNAME:
 		out = append(out, m.Target)
 	default:
 		for _, rr := range m.RRs {
@@ -90,32 +91,32 @@ func memberValues(m *member) []string {
 }
 
 // policyFields sets the routing policy's fields of a member's record set.
-func policyFields(set *route53.ResourceRecordSet, p policy, m *member) {
+func policyFields(set *route53.ResourceRecordSet, p routing.Policy, m *routing.Member) {
 	switch p {
-	case policyWeighted:
+	case routing.PolicyWeighted:
 		w := int64(m.Weight)
 		set.Weight = &w
-	case policyFailover:
-		set.Failover = map[role]string{rolePrimary: "PRIMARY", roleSecondary: "SECONDARY"}[m.Role]
-	case policyMultivalue:
+	case routing.PolicyFailover:
+		set.Failover = map[routing.Role]string{routing.RolePrimary: "PRIMARY", routing.RoleSecondary: "SECONDARY"}[m.Role]
+	case routing.PolicyMultivalue:
 		t := true
 		set.MultiValueAnswer = &t
-	case policyLatency:
+	case routing.PolicyLatency:
 		set.Region = m.Region
-	case policyGeolocation:
+	case routing.PolicyGeolocation:
 		g := &route53.GeoLocation{}
 		switch {
 		case m.Default:
 			g.CountryCode = "*"
-		case m.Geo == geoContinent:
+		case m.Geo == routing.GeoContinent:
 			g.ContinentCode = m.GeoCode
-		case m.Geo == geoCountry:
+		case m.Geo == routing.GeoCountry:
 			g.CountryCode = m.GeoCode
 		default:
 			g.CountryCode, g.SubdivisionCode, _ = strings.Cut(m.GeoCode, "-")
 		}
 		set.GeoLocation = g
-	case policyGeoproximity:
+	case routing.PolicyGeoproximity:
 		g := &route53.GeoProximityLocation{}
 		if m.Region != "" {
 			g.AWSRegion = m.Region
@@ -127,7 +128,7 @@ func policyFields(set *route53.ResourceRecordSet, p policy, m *member) {
 			g.Bias = &b
 		}
 		set.GeoProximityLocation = g
-	case policyIPBased:
+	case routing.PolicyIPBased:
 		loc := m.ID
 		if m.Default {
 			loc = "*"

@@ -1,6 +1,7 @@
 package healthroute
 
 import (
+	"github.com/healthroute/healthroute/routing"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -100,7 +101,7 @@ func TestRoute53AZAffinityRoundTrip(t *testing.T) {
 			hand.Publish(snapshot(hcfg, st.hand...))
 			for _, c := range clients {
 				for _, n := range names {
-					q := query{Name: n + ".example.com.", Type: dns.TypeA, Client: netip.MustParsePrefix(c)}
+					q := routing.Query{Name: n + ".example.com.", Type: dns.TypeA, Client: netip.MustParsePrefix(c)}
 					g, w := route53Answer(imported.Resolve(q)), route53Answer(hand.Resolve(q))
 					if g != w {
 						t.Errorf("%q, %v down, %s from %s: imported answers\n%s\nhand-written\n%s", loc, st.hand, n, c, g, w)
@@ -140,7 +141,7 @@ func TestRoute53AZAffinityProperty(t *testing.T) {
 		loaded.Publish(snapshot(cfg, idown...))
 		hand.Publish(snapshot(hcfg, down...))
 		for _, n := range []string{"svc", "app", "edge", "cw", "cw2"} {
-			q := query{Name: n + ".example.com.", Type: dns.TypeA, Client: testClient}
+			q := routing.Query{Name: n + ".example.com.", Type: dns.TypeA, Client: testClient}
 			if g, w := route53Answer(loaded.Resolve(q)), route53Answer(hand.Resolve(q)); g != w {
 				t.Errorf("%v down, %s: loaded answers\n%s\nhand-written\n%s", down, n, g, w)
 			}

@@ -1,6 +1,7 @@
 package healthroute
 
 import (
+	"github.com/healthroute/healthroute/routing"
 	"net/netip"
 	"os"
 	"slices"
@@ -112,15 +113,15 @@ func TestRoute53RoundTrip(t *testing.T) {
 	clients := []struct {
 		name   string
 		prefix string
-		loc    clientLocation
+		loc    routing.ClientLocation
 	}{
-		{"virginia", "198.51.100.7/32", clientLocation{Country: "US", Continent: "NA", Subdivisions: "VA", Lat: 38.9, Lon: -77.0, HasCoords: true}},
-		{"sydney", "203.0.113.9/32", clientLocation{Country: "AU", Continent: "OC", Lat: -33.8, Lon: 151.0, HasCoords: true}},
-		{"berlin", "203.0.113.77/32", clientLocation{Country: "DE", Continent: "EU", Lat: 52.5, Lon: 13.4, HasCoords: true}},
-		{"paris", "203.0.113.78/32", clientLocation{Country: "FR", Continent: "EU", Lat: 48.86, Lon: 2.35, HasCoords: true}},
-		{"office v4", "192.0.2.7/32", clientLocation{}},
-		{"office v6 ECS", "2001:db8:5::/48", clientLocation{}},
-		{"unknown", "100.64.0.1/32", clientLocation{}},
+		{"virginia", "198.51.100.7/32", routing.ClientLocation{Country: "US", Continent: "NA", Subdivisions: "VA", Lat: 38.9, Lon: -77.0, HasCoords: true}},
+		{"sydney", "203.0.113.9/32", routing.ClientLocation{Country: "AU", Continent: "OC", Lat: -33.8, Lon: 151.0, HasCoords: true}},
+		{"berlin", "203.0.113.77/32", routing.ClientLocation{Country: "DE", Continent: "EU", Lat: 52.5, Lon: 13.4, HasCoords: true}},
+		{"paris", "203.0.113.78/32", routing.ClientLocation{Country: "FR", Continent: "EU", Lat: 48.86, Lon: 2.35, HasCoords: true}},
+		{"office v4", "192.0.2.7/32", routing.ClientLocation{}},
+		{"office v6 ECS", "2001:db8:5::/48", routing.ClientLocation{}},
+		{"unknown", "100.64.0.1/32", routing.ClientLocation{}},
 	}
 	names := []string{"www", "api", "use1", "apse2", "docs", "office", "geo", "near", "mv", "x.apps", "apps", "nope"}
 	types := []uint16{dns.TypeA, dns.TypeAAAA, dns.TypeCNAME, dns.TypeTXT}
@@ -131,7 +132,7 @@ func TestRoute53RoundTrip(t *testing.T) {
 		for _, cl := range clients {
 			for _, n := range names {
 				for _, qt := range types {
-					q := query{Name: n + ".example.com.", Type: qt, Client: netip.MustParsePrefix(cl.prefix), Loc: cl.loc}
+					q := routing.Query{Name: n + ".example.com.", Type: qt, Client: netip.MustParsePrefix(cl.prefix), Loc: cl.loc}
 					got, want := imported.Resolve(q), hand.Resolve(q)
 					g, w := route53Answer(got), route53Answer(want)
 					if g != w {
@@ -148,7 +149,7 @@ func TestRoute53RoundTrip(t *testing.T) {
 }
 
 // route53Answer renders an answer's rcode, records and ECS scope for comparison.
-func route53Answer(a answer) string {
+func route53Answer(a routing.Answer) string {
 	rrs := make([]string, len(a.RRs))
 	for i, rr := range a.RRs {
 		rrs[i] = rr.String()

@@ -2,6 +2,7 @@ package healthroute
 
 import (
 	"context"
+	"github.com/healthroute/healthroute/routing"
 	"net/netip"
 	"testing"
 
@@ -77,29 +78,29 @@ var selectionNames = []string{"simple", "weighted", "failover", "multi", "latenc
 
 // resolveInto answers q as the handler does, with reply as the message that an answer
 // built per query (a multivalue set's records, a CNAME chain) is built in: allocations
-// counted around it are the resolver's beyond the reply.
-func resolveInto(r *resolver, q query, reply *replyMsg) answer {
-	ans := answer{out: reply}
-	r.resolve(&q, &ans)
+// counted around it are the Resolver's beyond the reply.
+func resolveInto(r *routing.Resolver, q routing.Query, reply *routing.ReplyMsg) routing.Answer {
+	ans := routing.Answer{Out: reply}
+	r.ResolveInto(&q, &ans)
 	return ans
 }
 
 // TestSelectionAllocatesNothing holds the claim that selection allocates nothing beyond
-// the reply message: every policy's path through the resolver, a multivalue answer and
+// the reply message: every policy's path through the Resolver, a multivalue answer and
 // CNAME chases included, healthy, partly failed, and in its last resort, with and
 // without a client location.
 func TestSelectionAllocatesNothing(t *testing.T) {
 	r, cfg := testResolver(t, selectionAllocBlock)
 	r.Rand = nil // the production random source
-	us := clientLocation{Country: "US", Continent: "NA", Lat: 40.7, Lon: -74, HasCoords: true}
-	ie := clientLocation{Country: "IE", Continent: "EU", Lat: 53.3, Lon: -6.3, HasCoords: true}
+	us := routing.ClientLocation{Country: "US", Continent: "NA", Lat: 40.7, Lon: -74, HasCoords: true}
+	ie := routing.ClientLocation{Country: "IE", Continent: "EU", Lat: 53.3, Lon: -6.3, HasCoords: true}
 	client := netip.MustParsePrefix("198.51.100.0/24")
 	other := netip.MustParsePrefix("203.0.113.7/32")
-	reply := new(replyMsg)
+	reply := new(routing.ReplyMsg)
 	for _, down := range [][]string{nil, {"c1"}, {"c3"}, {"c1", "c2", "c3", "c4"}} {
 		r.Publish(snapshot(cfg, down...))
 		for _, name := range selectionNames {
-			for _, q := range []query{
+			for _, q := range []routing.Query{
 				{Name: name + ".example.org.", Type: dns.TypeA, Client: client, Loc: us},
 				{Name: name + ".example.org.", Type: dns.TypeA, Client: other, Loc: ie},
 				{Name: name + ".example.org.", Type: dns.TypeA, Client: other},
@@ -109,7 +110,7 @@ func TestSelectionAllocatesNothing(t *testing.T) {
 				if len(ans.RRs) == 0 && q.Type == dns.TypeA {
 					t.Fatalf("down %v: %s from %s: no answer", down, q.Name, q.Client)
 				}
-				if built := ans.out != nil && len(ans.RRs) > 0 && &ans.RRs[0] == &reply.rrs[0]; (name == "multi" || name == "cname" || name == "tomulti") &&
+				if built := ans.Out != nil && len(ans.RRs) > 0 && &ans.RRs[0] == &reply.RRs[0]; (name == "multi" || name == "cname" || name == "tomulti") &&
 					q.Type == dns.TypeA && !built {
 					t.Errorf("down %v: %s: answer %v not built in the reply", down, q.Name, ans.RRs)
 				}

@@ -2,6 +2,7 @@ package healthroute
 
 import (
 	"fmt"
+	"github.com/healthroute/healthroute/routing"
 	"math"
 	"path/filepath"
 	"strconv"
@@ -68,7 +69,7 @@ const defaultTTL = 60
 // parse reads the healthroute directive of one server block into a validated Config.
 // It starts nothing.
 func parse(c *caddy.Controller) (*blockConfig, error) {
-	cfg := &blockConfig{routingConfig: routingConfig{TTL: defaultTTL, Regions: map[string]region{}, Checks: map[string]*health.Spec{}}}
+	cfg := &blockConfig{Config: routing.Config{TTL: defaultTTL, Regions: map[string]routing.Region{}, Checks: map[string]*health.Spec{}}}
 	if !c.Next() { // "healthroute"
 		return nil, c.ArgErr()
 	}
@@ -221,7 +222,7 @@ func parse(c *caddy.Controller) (*blockConfig, error) {
 	}
 	cfg.parsing = nil // resolved: what parse left goes, so the running block is plain data
 	if cfg.LatencyTable != "" {
-		t, err := loadLatencyTable(cfg.LatencyTable, regionIDs(&cfg.routingConfig), cfg.fileLimit())
+		t, err := routing.LoadLatencyTable(cfg.LatencyTable, routing.RegionIDs(&cfg.Config), cfg.fileLimit())
 		if err != nil {
 			return nil, tablePos.errorf("latency_table: %v", limitHint(err))
 		}
@@ -265,15 +266,15 @@ func parseZoneLine(c *caddy.Controller, cfg *blockConfig, key string, args []str
 	return nil
 }
 
-func parseRegion(c *caddy.Controller, args []string) (region, error) {
+func parseRegion(c *caddy.Controller, args []string) (routing.Region, error) {
 	if len(args) != 3 {
-		return region{}, c.ArgErr()
+		return routing.Region{}, c.ArgErr()
 	}
 	lat, lon, ok := parseCoords(args[1], args[2])
 	if !ok {
-		return region{}, c.Errf("region %s: invalid coordinates '%s %s', expected %s", args[0], args[1], args[2], coordsWant)
+		return routing.Region{}, c.Errf("region %s: invalid coordinates '%s %s', expected %s", args[0], args[1], args[2], coordsWant)
 	}
-	return region{Name: args[0], Lat: lat, Lon: lon}, nil
+	return routing.Region{Name: args[0], Lat: lat, Lon: lon}, nil
 }
 
 // coordsWant says what parseCoords accepts, for error messages.

@@ -1,6 +1,7 @@
 package healthroute
 
 import (
+	"github.com/healthroute/healthroute/routing"
 	"testing"
 	"time"
 
@@ -81,12 +82,12 @@ func TestParseValid(t *testing.T) {
 		t.Errorf("grpc check: %+v", g)
 	}
 	www := cfg.Records[0]
-	if www.Policy != policyWeighted || www.Members[0].Weight != 10 || www.Members[0].ID != "first" ||
+	if www.Policy != routing.PolicyWeighted || www.Members[0].Weight != 10 || www.Members[0].ID != "first" ||
 		www.Members[0].Check != a || len(www.Members[1].Addrs) != 2 {
 		t.Errorf("weighted record: %+v %+v", www.Members[0], www.Members[1])
 	}
 	api := cfg.Records[1]
-	if api.Members[0].Kind != kindAlias || api.Members[0].ETH || api.Members[1].Role != roleSecondary {
+	if api.Members[0].Kind != routing.KindAlias || api.Members[0].ETH || api.Members[1].Role != routing.RoleSecondary {
 		t.Errorf("failover record: %+v %+v", api.Members[0], api.Members[1])
 	}
 	if cfg.Records[3].Name != "*.apps.example.org." {

@@ -1,6 +1,7 @@
 package healthroute
 
 import (
+	"github.com/healthroute/healthroute/routing"
 	"net/netip"
 	"os"
 	"strings"
@@ -70,7 +71,7 @@ func TestTrafficFlowAWSExamplesServed(t *testing.T) {
 	ids := strings.NewReplacer("hc1", "11111111-1111-1111-1111-111111111111", "hc2", "22222222-2222-2222-2222-222222222222",
 		"hc3", "33333333-3333-3333-3333-333333333333")
 	states := [][]string{nil, {"hc1"}, {"hc2"}, {"hc3"}, {"hc1", "hc2"}, {"hc1", "hc2", "hc3"}}
-	countries := []clientLocation{{Country: "FR", Continent: "EU"}, {Country: "BE", Continent: "EU"}, {Country: "DE", Continent: "EU"},
+	countries := []routing.ClientLocation{{Country: "FR", Continent: "EU"}, {Country: "BE", Continent: "EU"}, {Country: "DE", Continent: "EU"},
 		{Country: "US", Continent: "NA"}, {}}
 	for _, down := range states {
 		hand.Publish(snapshot(hcfg, down...))
@@ -82,7 +83,7 @@ func TestTrafficFlowAWSExamplesServed(t *testing.T) {
 		for _, loc := range countries {
 			for _, n := range []string{"geo", "rr", "www"} {
 				for _, qt := range []uint16{dns.TypeA, dns.TypeCNAME} {
-					q := query{Name: n + ".example.com.", Type: qt, Client: netip.MustParsePrefix("198.51.100.0/24"), Loc: loc}
+					q := routing.Query{Name: n + ".example.com.", Type: qt, Client: netip.MustParsePrefix("198.51.100.0/24"), Loc: loc}
 					g, w := route53Answer(imported.Resolve(q)), route53Answer(hand.Resolve(q))
 					if g != w {
 						t.Errorf("%v down, client in %q, %s %s: imported answers\n%s\nhand-written\n%s", down, loc.Country, n, dns.TypeToString[qt], g, w)

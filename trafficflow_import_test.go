@@ -1,6 +1,7 @@
 package healthroute
 
 import (
+	"github.com/healthroute/healthroute/routing"
 	"net/netip"
 	"path/filepath"
 	"strings"
@@ -102,15 +103,15 @@ func TestTrafficFlowServed(t *testing.T) {
 		{"seattle", "virginia"}, {"web1", "web2", "dublin", "frankfurt", "virginia", "seattle"}}
 	clients := []struct {
 		name string
-		loc  clientLocation
+		loc  routing.ClientLocation
 	}{
-		{"dublin", clientLocation{Country: "IE", Continent: "EU", Lat: 53.3, Lon: -6.3, HasCoords: true}},
-		{"munich", clientLocation{Country: "DE", Continent: "EU", Lat: 48.1, Lon: 11.6, HasCoords: true}},
-		{"new york", clientLocation{Country: "US", Continent: "NA", Subdivisions: "NY", Lat: 40.7, Lon: -74.0, HasCoords: true}},
-		{"denver", clientLocation{Country: "US", Continent: "NA", Subdivisions: "CO", Lat: 39.7, Lon: -105.0, HasCoords: true}},
-		{"seattle", clientLocation{Country: "US", Continent: "NA", Subdivisions: "WA", Lat: 47.6, Lon: -122.3, HasCoords: true}},
-		{"tokyo", clientLocation{Country: "JP", Continent: "AS", Lat: 35.7, Lon: 139.7, HasCoords: true}},
-		{"unknown", clientLocation{}},
+		{"dublin", routing.ClientLocation{Country: "IE", Continent: "EU", Lat: 53.3, Lon: -6.3, HasCoords: true}},
+		{"munich", routing.ClientLocation{Country: "DE", Continent: "EU", Lat: 48.1, Lon: 11.6, HasCoords: true}},
+		{"new york", routing.ClientLocation{Country: "US", Continent: "NA", Subdivisions: "NY", Lat: 40.7, Lon: -74.0, HasCoords: true}},
+		{"denver", routing.ClientLocation{Country: "US", Continent: "NA", Subdivisions: "CO", Lat: 39.7, Lon: -105.0, HasCoords: true}},
+		{"seattle", routing.ClientLocation{Country: "US", Continent: "NA", Subdivisions: "WA", Lat: 47.6, Lon: -122.3, HasCoords: true}},
+		{"tokyo", routing.ClientLocation{Country: "JP", Continent: "AS", Lat: 35.7, Lon: 139.7, HasCoords: true}},
+		{"unknown", routing.ClientLocation{}},
 	}
 	names := []string{"www", "geo", "mv", "one", "static", "nope"}
 	for _, down := range states {
@@ -122,7 +123,7 @@ func TestTrafficFlowServed(t *testing.T) {
 		imported.Publish(snapshot(icfg, idown...))
 		for _, cl := range clients {
 			for _, n := range names {
-				q := query{Name: n + ".example.com.", Type: dns.TypeA, Client: netip.MustParsePrefix("198.51.100.0/24"), Loc: cl.loc}
+				q := routing.Query{Name: n + ".example.com.", Type: dns.TypeA, Client: netip.MustParsePrefix("198.51.100.0/24"), Loc: cl.loc}
 				g, w := route53Answer(imported.Resolve(q)), route53Answer(hand.Resolve(q))
 				if g != w {
 					t.Errorf("%v down, %s client, %s: imported answers\n%s\nhand-written\n%s", down, cl.name, n, g, w)
@@ -167,8 +168,8 @@ func TestTrafficFlowRoute53Property(t *testing.T) {
 	loaded.Publish(snapshot(cfg, "hc-web-1", "hc-dublin"))
 	hand.Publish(snapshot(hcfg, "web1", "dublin"))
 	for _, n := range []string{"www", "geo", "mv", "one", "static"} {
-		for _, loc := range []clientLocation{{Country: "IE", Continent: "EU", Lat: 53.3, Lon: -6.3, HasCoords: true}, {Country: "US", Continent: "NA", Lat: 40, Lon: -80, HasCoords: true}} {
-			q := query{Name: n + ".example.com.", Type: dns.TypeA, Client: testClient, Loc: loc}
+		for _, loc := range []routing.ClientLocation{{Country: "IE", Continent: "EU", Lat: 53.3, Lon: -6.3, HasCoords: true}, {Country: "US", Continent: "NA", Lat: 40, Lon: -80, HasCoords: true}} {
+			q := routing.Query{Name: n + ".example.com.", Type: dns.TypeA, Client: testClient, Loc: loc}
 			if g, w := route53Answer(loaded.Resolve(q)), route53Answer(hand.Resolve(q)); g != w {
 				t.Errorf("%s from %s: loaded answers\n%s\nhand-written\n%s", n, loc.Country, g, w)
 			}

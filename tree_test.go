@@ -2,6 +2,7 @@ package healthroute
 
 import (
 	"fmt"
+	"github.com/healthroute/healthroute/routing"
 	"math"
 	"strings"
 	"testing"
@@ -166,7 +167,7 @@ func TestMultivalue(t *testing.T) {
 			r.Publish(snapshot(cfg, down(tc.down)...))
 			seen := map[string]bool{}
 			for range 200 {
-				ans := r.Resolve(query{Name: "m.example.org.", Type: dns.TypeA, Client: testClient})
+				ans := r.Resolve(routing.Query{Name: "m.example.org.", Type: dns.TypeA, Client: testClient})
 				vals := rrValues(ans.RRs)
 				if len(vals) != tc.wantCount {
 					t.Fatalf("got %d records %v, want %d", len(vals), vals, tc.wantCount)
@@ -332,7 +333,7 @@ func TestAnswers(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(fmt.Sprintf("%s/%s", tc.name, dns.TypeToString[tc.qtype]), func(t *testing.T) {
-			ans := r.Resolve(query{Name: tc.name, Type: tc.qtype, Client: testClient})
+			ans := r.Resolve(routing.Query{Name: tc.name, Type: tc.qtype, Client: testClient})
 			if ans.Rcode != tc.rcode {
 				t.Fatalf("rcode %s, want %s", dns.RcodeToString[ans.Rcode], dns.RcodeToString[tc.rcode])
 			}
@@ -363,16 +364,16 @@ func TestAnswers(t *testing.T) {
 }
 
 // TestPublishedRRsAreNotShared checks that a downstream append cannot write into the
-// resolver's prebuilt slices.
+// Resolver's prebuilt slices.
 func TestPublishedRRsAreNotShared(t *testing.T) {
 	r, _ := testResolver(t, `healthroute {
 		record www.example.org. simple {
 			A 192.0.2.1 192.0.2.2
 		}
 	}`)
-	a := r.Resolve(query{Name: "www.example.org.", Type: dns.TypeA}).RRs
+	a := r.Resolve(routing.Query{Name: "www.example.org.", Type: dns.TypeA}).RRs
 	_ = append(a, &dns.A{})
-	b := r.Resolve(query{Name: "www.example.org.", Type: dns.TypeA}).RRs
+	b := r.Resolve(routing.Query{Name: "www.example.org.", Type: dns.TypeA}).RRs
 	if len(b) != 2 || cap(b) != 2 {
 		t.Fatalf("prebuilt answer has len %d cap %d, want 2 and 2", len(b), cap(b))
 	}
@@ -384,7 +385,7 @@ func BenchmarkResolve(b *testing.B) {
 	r, cfg := testResolver(b, treeBlock)
 	r.Publish(snapshot(cfg, "c1", "c2"))
 	r.Rand = nil // the production random source
-	q := query{Name: "www.example.org.", Type: dns.TypeA, Client: testClient}
+	q := routing.Query{Name: "www.example.org.", Type: dns.TypeA, Client: testClient}
 	b.ReportAllocs()
 	for b.Loop() {
 		if len(r.Resolve(q).RRs) != 1 {
@@ -399,14 +400,14 @@ func TestPublishSkipsUnchangedRouting(t *testing.T) {
 	r, cfg := testResolver(t, treeBlock)
 	fp := cfg.Checks["c1"].Fingerprint()
 	r.Publish(health.NewSnapshot(1, map[string]health.Status{fp: {}}))
-	before := r.table.Load()
+	before := r.Table.Load()
 	r.Publish(health.NewSnapshot(2, map[string]health.Status{fp: {Seen: true}}))
-	after := r.table.Load()
-	if &after.st[0] != &before.st[0] || after.snap.Gen != 2 {
+	after := r.Table.Load()
+	if &after.St[0] != &before.St[0] || after.Snap.Gen != 2 {
 		t.Error("a first result alone recompiled the table, or the new snapshot was not taken")
 	}
 	r.Publish(health.NewSnapshot(3, map[string]health.Status{fp: {Seen: true, Down: true}}))
-	if got := r.table.Load(); &got.st[0] == &after.st[0] || got.state(got.plan.names["east.example.org."].a.id).ok[0] {
+	if got := r.Table.Load(); &got.St[0] == &after.St[0] || got.State(got.Plan.Names["east.example.org."].A.ID).OK[0] {
 		t.Error("a failed check did not recompile the table")
 	}
 }
@@ -459,7 +460,7 @@ func TestValuesInRandomOrder(t *testing.T) {
 	}`)
 	first := map[string]int{}
 	for range 300 {
-		rrs := r.Resolve(query{Name: "s.example.org.", Type: dns.TypeA, Client: testClient}).RRs
+		rrs := r.Resolve(routing.Query{Name: "s.example.org.", Type: dns.TypeA, Client: testClient}).RRs
 		if got := strings.Join(rrValues(rrs), ","); got != "192.0.2.1,192.0.2.2,192.0.2.3" {
 			t.Fatalf("answer %s, want all three values", got)
 		}
@@ -481,7 +482,7 @@ func TestApexAndLiteralWildcard(t *testing.T) {
 			A 192.0.2.99
 		}
 	}`)
-	if ans := r.Resolve(query{Name: "example.org.", Type: dns.TypeSOA}); len(ans.RRs) != 1 || ans.RRs[0].Header().Rrtype != dns.TypeSOA {
+	if ans := r.Resolve(routing.Query{Name: "example.org.", Type: dns.TypeSOA}); len(ans.RRs) != 1 || ans.RRs[0].Header().Rrtype != dns.TypeSOA {
 		t.Errorf("SOA at a populated apex: %v", ans.RRs)
 	}
 	if got := values(r, "example.org.", dns.TypeA); got != "192.0.2.1" {

@@ -1,6 +1,7 @@
 package healthroute
 
 import (
+	"github.com/healthroute/healthroute/routing"
 	"net/netip"
 	"os"
 	"slices"
@@ -68,7 +69,7 @@ const typesBlock = `healthroute example.org {
 	}
 }`
 
-func typesResolver(t *testing.T) *resolver {
+func typesResolver(t *testing.T) *routing.Resolver {
 	r, cfg := testResolver(t, typesBlock)
 	r.Publish(snapshot(cfg, "down"))
 	return r
@@ -97,7 +98,7 @@ func TestTypesAnswer(t *testing.T) {
 		{"flat.example.org.", dns.TypeMX, []string{"flat.example.org.\t300\tIN\tMX\t10 mail.example.org.", "flat.example.org.\t300\tIN\tMX\t20 mail.example.org.", "flat.example.org.\t300\tIN\tMX\t30 mx.example.net."}},
 	}
 	for _, tc := range tests {
-		a := r.Resolve(query{Name: tc.name, Type: tc.qtype, Client: testClient})
+		a := r.Resolve(routing.Query{Name: tc.name, Type: tc.qtype, Client: testClient})
 		var got []string
 		for _, rr := range a.RRs {
 			got = append(got, rr.String())
@@ -121,7 +122,7 @@ func TestTypesNoData(t *testing.T) {
 		{"sip.example.org.", dns.TypeA}, {"legacy.example.org.", dns.TypeTXT}, {"split.example.org.", dns.TypeAAAA},
 		{"mail.example.org.", dns.TypeMX}, {"flat.example.org.", dns.TypeA},
 	} {
-		a := r.Resolve(query{Name: q.name, Type: q.qtype, Client: testClient})
+		a := r.Resolve(routing.Query{Name: q.name, Type: q.qtype, Client: testClient})
 		if a.Rcode != dns.RcodeSuccess || len(a.RRs) != 0 || len(a.Ns) != 1 || a.Ns[0].Header().Rrtype != dns.TypeSOA || !a.Pass {
 			t.Errorf("%s %s: %s answer %v authority %v pass %v, want NODATA with the SOA", q.name, dns.TypeToString[q.qtype], dns.RcodeToString[a.Rcode], a.RRs, a.Ns, a.Pass)
 		}
@@ -132,15 +133,15 @@ func TestTypesNoData(t *testing.T) {
 // addresses of the block's targets, each once, none for names outside the zone.
 func TestTypesAdditional(t *testing.T) {
 	r := typesResolver(t)
-	a := r.Resolve(query{Name: "example.org.", Type: dns.TypeMX, Client: testClient})
+	a := r.Resolve(routing.Query{Name: "example.org.", Type: dns.TypeMX, Client: testClient})
 	if got := rrValues(a.Extra); strings.Join(got, ",") != "192.0.2.25,2001:db8::25" {
 		t.Errorf("MX additional %v, want mail.example.org.'s A and AAAA once", a.Extra)
 	}
-	a = r.Resolve(query{Name: "_sip._tcp.example.org.", Type: dns.TypeSRV, Client: testClient})
+	a = r.Resolve(routing.Query{Name: "_sip._tcp.example.org.", Type: dns.TypeSRV, Client: testClient})
 	if got := rrValues(a.Extra); strings.Join(got, ",") != "192.0.2.25,2001:db8::25" {
 		t.Errorf("SRV additional %v, want the chosen target's addresses", a.Extra)
 	}
-	a = r.Resolve(query{Name: "example.org.", Type: dns.TypeTXT, Client: testClient})
+	a = r.Resolve(routing.Query{Name: "example.org.", Type: dns.TypeTXT, Client: testClient})
 	if len(a.Extra) != 0 {
 		t.Errorf("TXT additional %v, want none", a.Extra)
 	}
@@ -152,18 +153,18 @@ func TestTypesReferral(t *testing.T) {
 	r := typesResolver(t)
 	for _, n := range []string{"sub.example.org.", "www.sub.example.org.", "ns1.sub.example.org."} {
 		for _, qt := range []uint16{dns.TypeA, dns.TypeNS, dns.TypeMX} {
-			a := r.Resolve(query{Name: n, Type: qt, Client: testClient})
+			a := r.Resolve(routing.Query{Name: n, Type: qt, Client: testClient})
 			if !a.Referral || len(a.RRs) != 0 || typesNS(a.Ns) != "ns.example.net.,ns1.sub.example.org." || strings.Join(rrValues(a.Extra), ",") != "192.0.2.53" {
 				t.Errorf("%s %s: referral %v answer %v authority %v additional %v, want a referral to sub.example.org. with ns1's glue", n, dns.TypeToString[qt], a.Referral, a.RRs, a.Ns, a.Extra)
 			}
 		}
 	}
 	// A CNAME into the delegation: the CNAME, authoritative, and the referral.
-	a := r.Resolve(query{Name: "into.example.org.", Type: dns.TypeA, Client: testClient})
+	a := r.Resolve(routing.Query{Name: "into.example.org.", Type: dns.TypeA, Client: testClient})
 	if a.Referral || len(a.RRs) != 1 || a.RRs[0].Header().Rrtype != dns.TypeCNAME || typesNS(a.Ns) != "ns.example.net.,ns1.sub.example.org." || len(a.Extra) != 1 {
 		t.Errorf("CNAME into the delegation: referral %v answer %v authority %v additional %v, want the CNAME and the referral", a.Referral, a.RRs, a.Ns, a.Extra)
 	}
-	if a := r.Resolve(query{Name: "www.sub.example.org.", Type: dns.TypeDS, Client: testClient}); !a.Referral {
+	if a := r.Resolve(routing.Query{Name: "www.sub.example.org.", Type: dns.TypeDS, Client: testClient}); !a.Referral {
 		t.Errorf("DS below the cut: %+v, want a referral", a)
 	}
 }
@@ -226,7 +227,7 @@ func TestTypesRoundTrip(t *testing.T) {
 			}
 			want = append(want, rr.String())
 		}
-		a := r.Resolve(query{Name: strings.ToLower(dns.Fqdn(name)), Type: qt, Client: testClient})
+		a := r.Resolve(routing.Query{Name: strings.ToLower(dns.Fqdn(name)), Type: qt, Client: testClient})
 		got := a.RRs
 		if a.Referral {
 			got = a.Ns
@@ -291,24 +292,24 @@ func TestTypesClientPolicies(t *testing.T) {
 	}
 }`)
 	r.Publish(snapshot(cfg))
-	berlin := clientLocation{Country: "DE", Continent: "EU", Lat: 52.5, Lon: 13.4, HasCoords: true}
-	boston := clientLocation{Country: "US", Continent: "NA", Lat: 42.4, Lon: -71.1, HasCoords: true}
+	berlin := routing.ClientLocation{Country: "DE", Continent: "EU", Lat: 52.5, Lon: 13.4, HasCoords: true}
+	boston := routing.ClientLocation{Country: "US", Continent: "NA", Lat: 42.4, Lon: -71.1, HasCoords: true}
 	tests := []struct {
 		name   string
 		qtype  uint16
 		client string
-		loc    clientLocation
+		loc    routing.ClientLocation
 		want   string
 	}{
 		{"_x._tcp.example.org.", dns.TypeSRV, "203.0.113.1/32", berlin, "eu.example.net."},
 		{"_x._tcp.example.org.", dns.TypeSRV, "203.0.113.1/32", boston, "us.example.net."},
-		{"office.example.org.", dns.TypeTXT, "192.0.2.9/32", clientLocation{}, `"inside"`},
-		{"office.example.org.", dns.TypeTXT, "198.51.100.9/32", clientLocation{}, `"outside"`},
+		{"office.example.org.", dns.TypeTXT, "192.0.2.9/32", routing.ClientLocation{}, `"inside"`},
+		{"office.example.org.", dns.TypeTXT, "198.51.100.9/32", routing.ClientLocation{}, `"outside"`},
 		{"example.org.", dns.TypeMX, "203.0.113.1/32", berlin, "eu.example.net."},
 		{"example.org.", dns.TypeMX, "203.0.113.1/32", boston, "us.example.net."},
 	}
 	for _, tc := range tests {
-		a := r.Resolve(query{Name: tc.name, Type: tc.qtype, Client: netip.MustParsePrefix(tc.client), Loc: tc.loc})
+		a := r.Resolve(routing.Query{Name: tc.name, Type: tc.qtype, Client: netip.MustParsePrefix(tc.client), Loc: tc.loc})
 		if len(a.RRs) != 1 || !strings.HasSuffix(a.RRs[0].String(), tc.want) {
 			t.Errorf("%s %s for %s %s: %v, want %s", tc.name, dns.TypeToString[tc.qtype], tc.client, tc.loc.Country, a.RRs, tc.want)
 		}

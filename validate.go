@@ -1,6 +1,7 @@
 package healthroute
 
 import (
+	"github.com/healthroute/healthroute/routing"
 	"net/netip"
 	"slices"
 	"strings"
@@ -11,7 +12,7 @@ import (
 // validate checks what needs the whole block: check and alias targets, cycles, set
 // identifiers, per-group membership rules and type clashes.
 func validate(cfg *blockConfig) error {
-	sets := map[string][]*recordSet{} // by name: one block per type, or one for all
+	sets := map[string][]*routing.RecordSet{} // by name: one block per type, or one for all
 	parsed := cfg.state()
 	for _, rs := range cfg.Records {
 		sets[rs.Name] = append(sets[rs.Name], rs)
@@ -23,7 +24,7 @@ func validate(cfg *blockConfig) error {
 			}
 		}
 	}
-	w := aliasWalk{parsed: parsed, sets: sets, served: map[*recordSet]types{}, byName: map[string]types{},
+	w := aliasWalk{parsed: parsed, sets: sets, served: map[*routing.RecordSet]routing.Types{}, byName: map[string]routing.Types{},
 		dynamic: map[string]bool{}, paths: map[string]int{}, state: map[string]int{}}
 	for _, rs := range cfg.Records {
 		if err := w.visit(rs.Name, nil); err != nil {
@@ -35,7 +36,7 @@ func validate(cfg *blockConfig) error {
 
 // resolveMember binds m's check and region by name and refuses what a member of rs's
 // policy and name cannot be.
-func resolveMember(cfg *blockConfig, parsed *parseState, sets map[string][]*recordSet, rs *recordSet, m *member) error {
+func resolveMember(cfg *blockConfig, parsed *parseState, sets map[string][]*routing.RecordSet, rs *routing.RecordSet, m *routing.Member) error {
 	if name, ok := parsed.checkNames[m]; ok {
 		spec, ok := cfg.Checks[name]
 		if !ok {
@@ -43,12 +44,12 @@ func resolveMember(cfg *blockConfig, parsed *parseState, sets map[string][]*reco
 		}
 		m.Check = spec
 	}
-	if m.Kind == kindAlias {
+	if m.Kind == routing.KindAlias {
 		if _, ok := sets[m.Target]; !ok {
 			return parsed.pos[m].errorf("record %s: unknown alias target '%s', expected a record defined in this block", rs.Name, m.Target)
 		}
 	}
-	if rs.Policy == policyGeoproximity {
+	if rs.Policy == routing.PolicyGeoproximity {
 		if m.Region != "" {
 			r, ok := cfg.Regions[m.Region]
 			if !ok {
@@ -56,12 +57,12 @@ func resolveMember(cfg *blockConfig, parsed *parseState, sets map[string][]*reco
 			}
 			m.Lat, m.Lon = r.Lat, r.Lon
 		}
-		m.Lat, m.Lon = truncate2(m.Lat), truncate2(m.Lon) // as Route 53 does
+		m.Lat, m.Lon = routing.Truncate2(m.Lat), routing.Truncate2(m.Lon) // as Route 53 does
 	}
-	if rs.Policy == policyMultivalue && (m.Kind == kindAlias || m.Type == dns.TypeCNAME || m.Type == dns.TypeNS) {
-		return parsed.pos[m].errorf("record %s: multivalue members must be A or AAAA or any other type but CNAME and NS, not %s", rs.Name, m.typeName())
+	if rs.Policy == routing.PolicyMultivalue && (m.Kind == routing.KindAlias || m.Type == dns.TypeCNAME || m.Type == dns.TypeNS) {
+		return parsed.pos[m].errorf("record %s: multivalue members must be A or AAAA or any other type but CNAME and NS, not %s", rs.Name, m.TypeName())
 	}
-	if m.Type == dns.TypeNS && m.Kind != kindAlias {
+	if m.Type == dns.TypeNS && m.Kind != routing.KindAlias {
 		if strings.HasPrefix(rs.Name, "*.") {
 			return parsed.pos[m].errorf("record %s: NS at a wildcard name, expected a delegation at an exact name", rs.Name)
 		}
@@ -79,12 +80,12 @@ func resolveMember(cfg *blockConfig, parsed *parseState, sets map[string][]*reco
 // through its branch.
 type aliasWalk struct {
 	parsed  *parseState
-	sets    map[string][]*recordSet
-	served  map[*recordSet]types // the types each record set answers
-	byName  map[string]types     // and each name
-	dynamic map[string]bool      // judged per client
-	paths   map[string]int       // record sets visited judging it, counted per path
-	state   map[string]int       // 1: being visited, 2: done
+	sets    map[string][]*routing.RecordSet
+	served  map[*routing.RecordSet]routing.Types // the types each record set answers
+	byName  map[string]routing.Types             // and each name
+	dynamic map[string]bool                      // judged per client
+	paths   map[string]int                       // record sets visited judging it, counted per path
+	state   map[string]int                       // 1: being visited, 2: done
 }
 
 func (w *aliasWalk) visit(name string, path []string) error {
@@ -95,14 +96,14 @@ func (w *aliasWalk) visit(name string, path []string) error {
 		return nil
 	}
 	w.state[name] = 1
-	var all types
+	var all routing.Types
 	n, dyn := 1, false
 	for _, rs := range w.sets[name] {
-		var k types
-		dyn = dyn || rs.Policy == policyGeolocation || rs.Policy == policyIPBased || rs.Policy == policyAZAffinity
+		var k routing.Types
+		dyn = dyn || rs.Policy == routing.PolicyGeolocation || rs.Policy == routing.PolicyIPBased || rs.Policy == routing.PolicyAZAffinity
 		for _, m := range rs.Members {
-			if m.Kind != kindAlias {
-				k = k.with(m.Type)
+			if m.Kind != routing.KindAlias {
+				k = k.With(m.Type)
 				continue
 			}
 			if err := w.visit(m.Target, append(path, name)); err != nil {
@@ -117,11 +118,11 @@ func (w *aliasWalk) visit(name string, path []string) error {
 			}
 		}
 		for _, t := range k {
-			if all.has(t) {
-				other := w.sets[name][slices.IndexFunc(w.sets[name], func(o *recordSet) bool { return w.served[o].has(t) })]
+			if all.Has(t) {
+				other := w.sets[name][slices.IndexFunc(w.sets[name], func(o *routing.RecordSet) bool { return w.served[o].Has(t) })]
 				return w.parsed.setPos[rs].errorf("record %s: defined twice for %s (first at line %d, directly or through aliases); a name has one block, or one block per type", name, dns.TypeToString[t], w.parsed.setPos[other].line)
 			}
-			all = all.with(t)
+			all = all.With(t)
 		}
 		w.served[rs] = k
 	}
@@ -129,9 +130,9 @@ func (w *aliasWalk) visit(name string, path []string) error {
 		return w.parsed.setPos[w.sets[name][0]].errorf("record %s: evaluate target health into geolocation or ip groups reaches more than %d record sets counted once per path (targets shared by several aliases multiply), expected at most %d", name, maxAliasPaths, maxAliasPaths)
 	}
 	w.dynamic[name], w.paths[name] = dyn, n
-	if all.has(dns.TypeCNAME) && len(all) > 1 {
+	if all.Has(dns.TypeCNAME) && len(all) > 1 {
 		other := dns.TypeToString[all[slices.IndexFunc(all, func(t uint16) bool { return t != dns.TypeCNAME })]]
-		if all.has(dns.TypeA) || all.has(dns.TypeAAAA) {
+		if all.Has(dns.TypeA) || all.Has(dns.TypeAAAA) {
 			other = "A/AAAA"
 		}
 		return w.parsed.setPos[w.sets[name][0]].errorf("record %s: CNAME and %s at one name (directly or through aliases); a CNAME must be alone", name, other)
@@ -141,20 +142,20 @@ func (w *aliasWalk) visit(name string, path []string) error {
 	return nil
 }
 
-// aliasTypes adds to k the types alias member m of rs answers: its type, or every type
+// AliasTypes adds to k the types alias member m of rs answers: its type, or every type
 // of its target an alias can have (not NS or DS).
-func (w *aliasWalk) aliasTypes(rs *recordSet, m *member, k types) (types, error) {
+func (w *aliasWalk) aliasTypes(rs *routing.RecordSet, m *routing.Member, k routing.Types) (routing.Types, error) {
 	switch t := w.byName[m.Target]; {
-	case !slices.ContainsFunc(t, func(x uint16) bool { return aliasTypes[x] }):
+	case !slices.ContainsFunc(t, func(x uint16) bool { return routing.AliasTypes[x] }):
 		return k, w.parsed.pos[m].errorf("record %s: alias target '%s' serves no records an alias can answer (NS and DS are not)", rs.Name, m.Target)
-	case m.Type != 0 && !t.has(m.Type):
+	case m.Type != 0 && !t.Has(m.Type):
 		return k, w.parsed.pos[m].errorf("record %s: alias target '%s' serves no %s records", rs.Name, m.Target, dns.TypeToString[m.Type])
 	case m.Type != 0:
-		return k.with(m.Type), nil
+		return k.With(m.Type), nil
 	default:
 		for _, x := range t {
-			if aliasTypes[x] {
-				k = k.with(x)
+			if routing.AliasTypes[x] {
+				k = k.With(x)
 			}
 		}
 		return k, nil
@@ -167,10 +168,10 @@ func (w *aliasWalk) aliasTypes(rs *recordSet, m *member, k types) (types, error)
 func validateGroups(cfg *blockConfig, parsed *parseState, w *aliasWalk) error {
 	for _, rs := range cfg.Records {
 		for _, t := range w.served[rs] {
-			var group []*member
+			var group []*routing.Member
 			ids := map[string]bool{}
 			for _, m := range rs.Members {
-				if m.Type == t || (m.Kind == kindAlias && m.Type == 0 && aliasTypes[t] && w.byName[m.Target].has(t)) {
+				if m.Type == t || (m.Kind == routing.KindAlias && m.Type == 0 && routing.AliasTypes[t] && w.byName[m.Target].Has(t)) {
 					if ids[m.ID] {
 						return parsed.pos[m].errorf("record %s: duplicate set identifier '%s' among the %s members, give each member of a type a unique id", rs.Name, m.ID, dns.TypeToString[t])
 					}
@@ -192,35 +193,35 @@ func validateGroups(cfg *blockConfig, parsed *parseState, w *aliasWalk) error {
 // after level double that count at each level.
 const maxAliasPaths = 10_000
 
-func validateGroup(parsed *parseState, rs *recordSet, t string, group []*member) error {
+func validateGroup(parsed *parseState, rs *routing.RecordSet, t string, group []*routing.Member) error {
 	if len(group) == 0 {
 		return nil
 	}
 	switch rs.Policy {
-	case policySimple:
+	case routing.PolicySimple:
 		if len(group) > 1 {
 			return parsed.pos[group[1]].errorf("record %s: a simple record has one member per type, found %d for %s; list several addresses on one line", rs.Name, len(group), t)
 		}
-	case policyFailover:
+	case routing.PolicyFailover:
 		var p, s int
 		for _, m := range group {
-			if m.Role == rolePrimary {
+			if m.Role == routing.RolePrimary {
 				p++
 			} else {
 				s++
 			}
 			if p > 1 || s > 1 {
-				return parsed.pos[m].errorf("record %s: failover has one primary and one secondary per type, found a second %s", rs.Name, roleName(m.Role))
+				return parsed.pos[m].errorf("record %s: failover has one primary and one secondary per type, found a second %s", rs.Name, routing.RoleName(m.Role))
 			}
 		}
 		if p == 0 {
 			return parsed.setPos[rs].errorf("record %s: failover %s group has no primary", rs.Name, t)
 		}
-	case policyWeighted:
-		if len(group) > maxWeighted {
-			return parsed.pos[group[maxWeighted]].errorf("record %s: at most %d weighted members per type, found %d", rs.Name, maxWeighted, len(group))
+	case routing.PolicyWeighted:
+		if len(group) > routing.MaxWeighted {
+			return parsed.pos[group[routing.MaxWeighted]].errorf("record %s: at most %d weighted members per type, found %d", rs.Name, routing.MaxWeighted, len(group))
 		}
-	case policyLatency:
+	case routing.PolicyLatency:
 		seen := map[string]bool{}
 		for _, m := range group {
 			if seen[m.Region] {
@@ -228,7 +229,7 @@ func validateGroup(parsed *parseState, rs *recordSet, t string, group []*member)
 			}
 			seen[m.Region] = true
 		}
-	case policyGeolocation:
+	case routing.PolicyGeolocation:
 		seen := map[string]bool{}
 		for _, m := range group {
 			key := m.GeoCode
@@ -243,9 +244,9 @@ func validateGroup(parsed *parseState, rs *recordSet, t string, group []*member)
 		if !seen["default"] {
 			log.Warningf("record %s: geolocation %s group has no default: clients elsewhere get no answer", rs.Name, t)
 		}
-	case policyAZAffinity:
+	case routing.PolicyAZAffinity:
 		return validateAZGroup(parsed, rs, t, group)
-	case policyIPBased:
+	case routing.PolicyIPBased:
 		seen := map[netip.Prefix]bool{}
 		defaults := 0
 		for _, m := range group {
@@ -269,16 +270,16 @@ func validateGroup(parsed *parseState, rs *recordSet, t string, group []*member)
 }
 
 // validateAZGroup refuses two members of one group for one location.
-func validateAZGroup(parsed *parseState, rs *recordSet, t string, group []*member) error {
-	seen := map[azKey]bool{}
+func validateAZGroup(parsed *parseState, rs *routing.RecordSet, t string, group []*routing.Member) error {
+	seen := map[routing.AZKey]bool{}
 	for _, m := range group {
-		k := azKey{m.AZLevel, m.AZID}
+		k := routing.AZKey{Level: m.AZLevel, ID: m.AZID}
 		if seen[k] {
-			return parsed.pos[m].errorf("record %s: location '%s' has a second %s member; azaffinity records have one per location", rs.Name, azKeyString(k), t)
+			return parsed.pos[m].errorf("record %s: location '%s' has a second %s member; azaffinity records have one per location", rs.Name, routing.AZKeyString(k), t)
 		}
 		seen[k] = true
 	}
-	if !seen[azKey{level: azGlobal}] {
+	if !seen[routing.AZKey{Level: routing.AZGlobal}] {
 		log.Warningf("record %s: azaffinity %s group has no global member: queries from unknown locations get no answer", rs.Name, t)
 	}
 	return nil

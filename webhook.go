@@ -2,6 +2,7 @@ package healthroute
 
 import (
 	"fmt"
+	"github.com/healthroute/healthroute/routing"
 	"time"
 
 	"github.com/miekg/dns"
@@ -57,21 +58,21 @@ func (r *registry) releaseNotifier(w *webhookConfig) {
 // health, as routing uses it, changed between prev and t, and for each record
 // group that started or stopped failing open. It runs in the publish hook: Send
 // only queues.
-func (h *HealthRoute) notifyPublication(prev, t *table) {
+func (h *HealthRoute) notifyPublication(prev, t *routing.Table) {
 	n := h.notifier.Load()
 	if n == nil || prev == nil {
 		return
 	}
 	now := time.Now().UTC()
-	checks, nodes := t.flipped, t.changed
+	checks, nodes := t.Flipped, t.Changed
 	if checks == nil {
-		checks = h.resolver.plan.checks
+		checks = h.resolver.Plan.Checks
 	}
 	if nodes == nil {
-		nodes = h.resolver.plan.nodes
+		nodes = h.resolver.Plan.Nodes
 	}
 	for _, s := range checks {
-		was, is := prev.healthy(s), t.healthy(s)
+		was, is := prev.Healthy(s), t.Healthy(s)
 		if was == is {
 			continue
 		}
@@ -79,11 +80,11 @@ func (h *HealthRoute) notifyPublication(prev, t *table) {
 			Reason: h.changeReason(t, s.Name, is), Zones: h.cfg.Zones})
 	}
 	for _, nd := range nodes {
-		was, is := prev.state(nd.id).failOpen, t.state(nd.id).failOpen
-		if was == is || nd.dynHealth {
+		was, is := prev.State(nd.ID).FailOpen, t.State(nd.ID).FailOpen
+		if was == is || nd.DynHealth {
 			continue
 		}
-		ev := notify.Event{Time: now, Kind: "record", Record: nd.set.Name, Type: dns.TypeToString[nd.qtype], Policy: nd.set.Policy.String(),
+		ev := notify.Event{Time: now, Kind: "record", Record: nd.Set.Name, Type: dns.TypeToString[nd.QType], Policy: nd.Set.Policy.String(),
 			From: "healthy", To: "failing_open", Reason: "every member is unhealthy: answering as if all were healthy (last resort)", Zones: h.cfg.Zones}
 		if !is {
 			ev.From, ev.To, ev.Reason = "failing_open", "healthy", "a member is healthy again"
@@ -94,8 +95,8 @@ func (h *HealthRoute) notifyPublication(prev, t *table) {
 
 // changeReason says why check name is now healthy (or not) in t: an operator's
 // override, else its latest probe error, else that its probes pass.
-func (h *HealthRoute) changeReason(t *table, name string, healthy bool) string {
-	if o, ok := t.over[name]; ok {
+func (h *HealthRoute) changeReason(t *routing.Table, name string, healthy bool) string {
+	if o, ok := t.Over[name]; ok {
 		return fmt.Sprintf("operator override: %s", healthWord(o))
 	}
 	spec := h.cfg.Checks[name]

@@ -2,6 +2,7 @@ package healthroute
 
 import (
 	"context"
+	"github.com/healthroute/healthroute/routing"
 	"net"
 	"net/netip"
 	"strings"
@@ -18,9 +19,9 @@ import (
 // TestScopeTrie: the scope is the shortest prefix of the client within which every
 // address finds the same block, longer than the source when a block lies inside it.
 func TestScopeTrie(t *testing.T) {
-	var x prefixIndex[int32]
+	var x routing.PrefixIndex[int32]
 	for i, b := range []string{"192.0.2.0/24", "198.51.0.0/16", "198.51.100.128/25", "10.0.0.0/8", "2001:db8::/32"} {
-		x.add(netip.MustParsePrefix(b), int32(i))
+		x.Add(netip.MustParsePrefix(b), int32(i))
 	}
 	tests := []struct {
 		client string
@@ -41,12 +42,12 @@ func TestScopeTrie(t *testing.T) {
 		{"192.0.2.0/23", 24},    // shorter than the block: the block lies inside
 	}
 	for _, tc := range tests {
-		if got := x.scope(netip.MustParsePrefix(tc.client)); got != tc.want {
+		if got := x.Scope(netip.MustParsePrefix(tc.client)); got != tc.want {
 			t.Errorf("scope(%s) = %d, want %d", tc.client, got, tc.want)
 		}
 	}
-	var empty prefixIndex[int32]
-	if got := empty.scope(netip.MustParsePrefix("192.0.2.0/24")); got != 0 {
+	var empty routing.PrefixIndex[int32]
+	if got := empty.Scope(netip.MustParsePrefix("192.0.2.0/24")); got != 0 {
 		t.Errorf("no blocks: scope %d, want 0", got)
 	}
 }
@@ -54,15 +55,15 @@ func TestScopeTrie(t *testing.T) {
 // TestScopeMeansSameAnswer checks the scope's promise against the lookup itself:
 // every address inside client/scope matches the same block as the client.
 func TestScopeMeansSameAnswer(t *testing.T) {
-	var x prefixIndex[int32]
+	var x routing.PrefixIndex[int32]
 	blocks := []string{"192.0.2.0/24", "192.0.2.128/26", "192.0.0.0/16", "198.51.100.0/24", "192.0.3.0/24"}
 	for i, b := range blocks {
-		x.add(netip.MustParsePrefix(b), int32(i))
+		x.Add(netip.MustParsePrefix(b), int32(i))
 	}
 	for _, c := range []string{"192.0.2.0/24", "192.0.2.64/26", "192.0.9.0/24", "192.0.0.0/16", "192.1.0.0/16", "198.51.100.9/32"} {
 		client := netip.MustParsePrefix(c)
-		s := x.scope(client)
-		want, wantOK := x.lookup(client)
+		s := x.Scope(client)
+		want, wantOK := x.Lookup(client)
 		if int(s) > client.Bits() {
 			continue // the answer holds for this source prefix only
 		}
@@ -74,7 +75,7 @@ func TestScopeMeansSameAnswer(t *testing.T) {
 				break
 			}
 			probe := netip.PrefixFrom(a, client.Bits())
-			if got, ok := x.lookup(probe); ok != wantOK || got != want {
+			if got, ok := x.Lookup(probe); ok != wantOK || got != want {
 				t.Errorf("client %s, scope /%d: %s gets block %d (%t), client gets %d (%t)", c, s, probe, got, ok, want, wantOK)
 				break
 			}
@@ -205,8 +206,8 @@ func TestSOADefaults(t *testing.T) {
 		a := mustParse(t, "healthroute {\nttl 40\n}")
 		time.Sleep(10 * time.Second) // fake time: the next configuration is read later
 		b := mustParse(t, "healthroute {\nttl 40\nns ns.example.net.\n}")
-		sa := soa("example.org.", a.TTL, &a.SOA, a.NS).(*dns.SOA)
-		sb := soa("example.org.", b.TTL, &b.SOA, b.NS).(*dns.SOA)
+		sa := routing.SOA("example.org.", a.TTL, &a.SOA, a.NS).(*dns.SOA)
+		sb := routing.SOA("example.org.", b.TTL, &b.SOA, b.NS).(*dns.SOA)
 		if sa.Ns != "example.org." || sa.Mbox != "hostmaster.example.org." || sa.Minttl != 40 {
 			t.Errorf("defaults %v, want MNAME the zone, RNAME hostmaster, MINIMUM the ttl", sa)
 		}
@@ -353,7 +354,7 @@ func TestCNAMEChase(t *testing.T) {
 		{"c2.example.org.", "203.0.113.1/32", dns.TypeA, "c2 c3 c4 c5 c6 c7 c8 c9 192.0.2.1", dns.RcodeSuccess, 0},
 	}
 	for _, tc := range tests {
-		ans := r.Resolve(query{Name: tc.name, Type: tc.qtype, Client: netip.MustParsePrefix(tc.client)})
+		ans := r.Resolve(routing.Query{Name: tc.name, Type: tc.qtype, Client: netip.MustParsePrefix(tc.client)})
 		if got := chain(ans.RRs); got != tc.want || ans.Rcode != tc.rcode || ans.Scope != tc.scope {
 			t.Errorf("%s %s from %s: %q %s scope %d, want %q %s scope %d", tc.name, dns.TypeToString[tc.qtype], tc.client,
 				got, dns.RcodeToString[ans.Rcode], ans.Scope, tc.want, dns.RcodeToString[tc.rcode], tc.scope)
@@ -365,7 +366,7 @@ func TestCNAMEChase(t *testing.T) {
 }
 
 // TestCNAMEChaseOverlay: with fallthrough, a target the block does not define ends
-// the chain; the client's resolver asks the next plugin for it.
+// the chain; the client's Resolver asks the next plugin for it.
 func TestCNAMEChaseOverlay(t *testing.T) {
 	r, _ := testResolver(t, `healthroute {
 		fallthrough
@@ -376,7 +377,7 @@ func TestCNAMEChaseOverlay(t *testing.T) {
 			CNAME zonefile.example.org.
 		}
 	}`)
-	ans := r.Resolve(query{Name: "a.example.org.", Type: dns.TypeA, Client: testClient})
+	ans := r.Resolve(routing.Query{Name: "a.example.org.", Type: dns.TypeA, Client: testClient})
 	if got := chain(ans.RRs); got != "a b" || ans.Rcode != dns.RcodeSuccess || len(ans.Ns) != 0 || ans.Pass {
 		t.Errorf("answer %q %s ns %v pass %t, want a b, NOERROR, no authority", got, dns.RcodeToString[ans.Rcode], ans.Ns, ans.Pass)
 	}
@@ -452,7 +453,7 @@ func TestExplainScope(t *testing.T) {
 			default A 192.0.2.12
 		}
 	}`)
-	ans, tr := r.Explain(query{Name: "net.example.org.", Type: dns.TypeA, Client: netip.MustParsePrefix("192.0.0.0/16")})
+	ans, tr := r.Explain(routing.Query{Name: "net.example.org.", Type: dns.TypeA, Client: netip.MustParsePrefix("192.0.0.0/16")})
 	if ans.Scope != 24 || len(tr.Steps) != 1 || tr.Steps[0].Scope != 24 || !strings.Contains(tr.Steps[0].ScopeReason, "inside the client's /16") {
 		t.Errorf("scope %d, steps %+v; want 24, explained by a block inside the /16", ans.Scope, tr.Steps)
 	}
@@ -472,7 +473,7 @@ func TestPlainAnswerAllocs(t *testing.T) {
 		}
 	}`)
 	for _, name := range []string{"w.example.org.", "net.example.org."} {
-		q := query{Name: name, Type: dns.TypeA, Client: netip.MustParsePrefix("192.0.0.0/16")}
+		q := routing.Query{Name: name, Type: dns.TypeA, Client: netip.MustParsePrefix("192.0.0.0/16")}
 		if n := testing.AllocsPerRun(100, func() { r.Resolve(q) }); n != 0 {
 			t.Errorf("%s: %.0f allocations per answer, want 0", name, n)
 		}
@@ -483,8 +484,8 @@ func TestPlainAnswerAllocs(t *testing.T) {
 // built in a reply as the handler's (its allocations are those beyond the reply).
 func BenchmarkResolveCNAMEChase(b *testing.B) {
 	r, _ := testResolver(b, chaseBlock)
-	q := query{Name: "two.example.org.", Type: dns.TypeA, Client: testClient}
-	reply := new(replyMsg)
+	q := routing.Query{Name: "two.example.org.", Type: dns.TypeA, Client: testClient}
+	reply := new(routing.ReplyMsg)
 	b.ReportAllocs()
 	for b.Loop() {
 		resolveInto(r, q, reply)
@@ -508,10 +509,10 @@ func TestScopeThroughETH(t *testing.T) {
 			A 192.0.2.20
 		}
 	}`)
-	if ans := r.Resolve(query{Name: "w.example.org.", Type: dns.TypeA, Client: netip.MustParsePrefix("192.0.0.0/16")}); ans.Scope != 24 {
+	if ans := r.Resolve(routing.Query{Name: "w.example.org.", Type: dns.TypeA, Client: netip.MustParsePrefix("192.0.0.0/16")}); ans.Scope != 24 {
 		t.Errorf("weighted with evaluate_target_health into ip: scope %d, want the ip record's 24", ans.Scope)
 	}
-	if ans := r.Resolve(query{Name: "plain.example.org.", Type: dns.TypeA, Client: netip.MustParsePrefix("192.0.0.0/16")}); ans.Scope != 0 {
+	if ans := r.Resolve(routing.Query{Name: "plain.example.org.", Type: dns.TypeA, Client: netip.MustParsePrefix("192.0.0.0/16")}); ans.Scope != 0 {
 		t.Errorf("static tree: scope %d, want 0", ans.Scope)
 	}
 }
@@ -534,7 +535,7 @@ func TestExplainNextPlugin(t *testing.T) {
 		{"example.org.", dns.TypeSOA, true},
 		{"nope.example.org.", dns.TypeA, true},
 	} {
-		if _, tr := r.Explain(query{Name: tc.name, Type: tc.qtype, Client: testClient}); tr.NextPlugin != tc.next {
+		if _, tr := r.Explain(routing.Query{Name: tc.name, Type: tc.qtype, Client: testClient}); tr.NextPlugin != tc.next {
 			t.Errorf("%s %s: next_plugin %t, want %t", tc.name, dns.TypeToString[tc.qtype], tr.NextPlugin, tc.next)
 		}
 	}

@@ -1,4 +1,4 @@
-package healthroute
+package routing
 
 import (
 	"fmt"
@@ -13,65 +13,65 @@ import (
 
 // Explain resolves q exactly as a DNS query would and returns the answer with the
 // decisions that led to it.
-func (r *resolver) Explain(q query) (answer, *view.Trace) {
+func (r *Resolver) Explain(q Query) (Answer, *view.Trace) {
 	tr := &view.Trace{}
 	q.trace = tr
-	var ans answer
-	r.resolve(&q, &ans)
-	tr.NextPlugin = ans.Pass && r.plan.fall.Through(q.Name)
+	var ans Answer
+	r.ResolveInto(&q, &ans)
+	tr.NextPlugin = ans.Pass && r.Plan.fall.Through(q.Name)
 	return ans, tr
 }
 
 // explain records the decision at node n; chosen is the member picked (-1: a
 // multivalue set, or no record for this client).
-func (r *resolver) explain(t *table, n *node, q *query, chosen int32) {
-	st := t.state(n.id)
+func (r *Resolver) explain(t *Table, n *Node, q *Query, chosen int32) {
+	st := t.State(n.ID)
 	step := view.Step{
-		Record: n.set.Name, Type: dns.TypeToString[n.qtype], Policy: n.set.Policy.String(),
-		ClientDependent: n.dynOrder() || n.dynHealth, API: n.set.API,
+		Record: n.Set.Name, Type: dns.TypeToString[n.QType], Policy: n.Set.Policy.String(),
+		ClientDependent: n.dynOrder() || n.DynHealth, API: n.Set.API,
 	}
 	if step.ClientDependent {
 		step.Scope = r.nodeScope(n, q)
 	}
-	var azLoc *azChain
-	if n.set.Policy == policyAZAffinity {
+	var azLoc *AZChain
+	if n.Set.Policy == PolicyAZAffinity {
 		azLoc, _ = r.azLocation(q)
 		step.Location = r.azExplain(q)
 	}
 	step.ScopeReason = r.scopeReason(n, q, step.Scope)
 	anyOK, applicable := false, false
-	for i := range n.members {
-		mn := &n.members[i]
-		c := view.Candidate{ID: mn.m.ID, Target: target(mn), Key: policyKey(mn.m, n.set.Policy)}
-		if mn.m.Check != nil {
-			c.Check = mn.m.Check.Name
+	for i := range n.Members {
+		mn := &n.Members[i]
+		c := view.Candidate{ID: mn.M.ID, Target: target(mn), Key: policyKey(mn.M, n.Set.Policy)}
+		if mn.M.Check != nil {
+			c.Check = mn.M.Check.Name
 		}
 		applies := true
-		switch n.set.Policy {
-		case policyGeolocation:
+		switch n.Set.Policy {
+		case PolicyGeolocation:
 			applies = geoLevel(mn, &q.Loc) >= 0
-		case policyIPBased:
-			m, ok := n.links.ip.lookup(q.Client)
-			applies = mn.m.Default || (ok && m == int32(i))
-		case policyAZAffinity:
+		case PolicyIPBased:
+			m, ok := n.links.ip.Lookup(q.Client)
+			applies = mn.M.Default || (ok && m == int32(i))
+		case PolicyAZAffinity:
 			applies = azRank(mn, azLoc) >= 0
 		}
 		c.Healthy = r.memberOK(t, n, int32(i), q)
 		anyOK = anyOK || (c.Healthy && applies)
 		applicable = applicable || applies
-		c.Chosen = int32(i) == chosen || (chosen < 0 && st.mode == pickSet && slices.Contains(st.cands, int32(i)) && c.Healthy)
+		c.Chosen = int32(i) == chosen || (chosen < 0 && st.mode == pickSet && slices.Contains(st.Cands, int32(i)) && c.Healthy)
 		switch {
-		case !applies && n.set.Policy == policyAZAffinity:
+		case !applies && n.Set.Policy == PolicyAZAffinity:
 			c.Reason = "does not apply: the query's location is not in " + c.Key
 		case !applies:
 			c.Reason = "does not apply to this client"
-		case !st.ok[i] && mn.m.Check != nil:
-			c.Reason = fmt.Sprintf("check %s is unhealthy", mn.m.Check.Name)
+		case !st.OK[i] && mn.M.Check != nil:
+			c.Reason = fmt.Sprintf("check %s is unhealthy", mn.M.Check.Name)
 		case !c.Healthy:
-			c.Reason = fmt.Sprintf("evaluate_target_health: %s has no healthy answer for this client", mn.m.Target)
-		case n.set.Policy == policyWeighted && mn.m.Weight == 0 && !c.Chosen:
+			c.Reason = fmt.Sprintf("evaluate_target_health: %s has no healthy answer for this client", mn.M.Target)
+		case n.Set.Policy == PolicyWeighted && mn.M.Weight == 0 && !c.Chosen:
 			c.Reason = "weight 0: answers only when every nonzero member is unhealthy"
-		case n.set.Policy == policyAZAffinity:
+		case n.Set.Policy == PolicyAZAffinity:
 			c.Reason = azReason(mn, c.Chosen)
 		case c.Chosen:
 			c.Reason = "chosen"
@@ -93,46 +93,46 @@ func (r *resolver) explain(t *table, n *node, q *query, chosen int32) {
 }
 
 // target describes a member's target as written.
-func target(mn *mnode) string {
-	m := mn.m
+func target(mn *MemberNode) string {
+	m := mn.M
 	switch m.Kind {
-	case kindA, kindAAAA:
+	case KindA, KindAAAA:
 		var b strings.Builder
 		b.WriteString(m.Kind.String())
 		for _, a := range m.Addrs {
 			b.WriteString(" " + a.String())
 		}
 		return b.String()
-	case kindRR:
+	case KindRR:
 		var b strings.Builder
-		b.WriteString(m.typeName())
+		b.WriteString(m.TypeName())
 		for _, rr := range m.RRs {
 			b.WriteString(" " + strings.TrimPrefix(rr.String(), rr.Header().String()))
 		}
 		return b.String()
-	case kindAlias:
+	case KindAlias:
 		if m.Type != 0 {
-			return "alias " + m.Target + " " + m.typeName()
+			return "alias " + m.Target + " " + m.TypeName()
 		}
 	}
 	return m.Kind.String() + " " + m.Target
 }
 
 // policyKey describes a member's policy key as written.
-func policyKey(m *member, p policy) string {
+func policyKey(m *Member, p Policy) string {
 	switch p {
-	case policyWeighted:
+	case PolicyWeighted:
 		return fmt.Sprintf("weight %d", m.Weight)
-	case policyFailover:
-		return roleName(m.Role)
-	case policyLatency:
+	case PolicyFailover:
+		return RoleName(m.Role)
+	case PolicyLatency:
 		return "region " + m.Region
-	case policyGeolocation:
+	case PolicyGeolocation:
 		if m.Default {
 			return "default"
 		}
 		return [...]string{"subdivision ", "country ", "continent ", ""}[m.Geo] + m.GeoCode
-	case policyGeoproximity:
+	case PolicyGeoproximity:
 		s := fmt.Sprintf("coordinates %g %g", m.Lat, m.Lon)
 		if m.Region != "" {
 			s = "region " + m.Region
@@ -141,7 +141,7 @@ func policyKey(m *member, p policy) string {
 			s += fmt.Sprintf(" bias %d", m.Bias)
 		}
 		return s
-	case policyIPBased:
+	case PolicyIPBased:
 		if m.Default {
 			return "default"
 		}
@@ -150,45 +150,45 @@ func policyKey(m *member, p policy) string {
 			parts = append(parts, p.String())
 		}
 		return "cidr " + strings.Join(parts, ",")
-	case policyMultivalue:
+	case PolicyMultivalue:
 		return "value"
-	case policyAZAffinity:
-		return azKeyString(azKey{m.AZLevel, m.AZID})
+	case PolicyAZAffinity:
+		return AZKeyString(AZKey{m.AZLevel, m.AZID})
 	}
 	return ""
 }
 
 // scopeReason says why node n asks for ECS scope s for q; it follows nodeScope's cases.
-func (r *resolver) scopeReason(n *node, q *query, s uint8) string {
+func (r *Resolver) scopeReason(n *Node, q *Query, s uint8) string {
 	src := uint8(q.Client.Bits())
 	block := netip.PrefixFrom(q.Client.Addr(), int(s)).Masked()
 	for _, c := range n.healthKids() {
 		if s > 0 && r.nodeScope(c, q) == s {
-			return fmt.Sprintf("/%d: evaluate_target_health into %s, whose health depends on the client", s, c.set.Name)
+			return fmt.Sprintf("/%d: evaluate_target_health into %s, whose health depends on the client", s, c.Set.Name)
 		}
 	}
 	switch {
-	case !(n.dynOrder() || n.dynHealth):
+	case !(n.dynOrder() || n.DynHealth):
 		return "not client-dependent: the same choice for every client"
-	case n.set.Policy == policyIPBased && s > src:
+	case n.Set.Policy == PolicyIPBased && s > src:
 		return fmt.Sprintf("/%d: a block that long lies inside the client's /%d and may answer differently (RFC 7871 7.2.1)", s, src)
-	case n.set.Policy == policyIPBased && s > 0:
+	case n.Set.Policy == PolicyIPBased && s > 0:
 		return fmt.Sprintf("/%d: every address in %s matches the same block", s, block)
-	case n.set.Policy == policyIPBased:
+	case n.Set.Policy == PolicyIPBased:
 		return "no block of the client's address family: the default for every client"
-	case n.set.Policy == policyAZAffinity && s > 0:
+	case n.Set.Policy == PolicyAZAffinity && s > 0:
 		return fmt.Sprintf("/%d: every address in %s finds the same client_location (or none)", s, block)
-	case n.set.Policy == policyAZAffinity:
+	case n.Set.Policy == PolicyAZAffinity:
 		return "no client_location for the client's address family: the server's location, the same for every client"
-	case n.set.Policy == policyLatency && n.byLoc:
+	case n.Set.Policy == PolicyLatency && n.byLoc:
 		return fmt.Sprintf("/%d: the client's geoip coordinates rank the regions", s)
-	case n.set.Policy == policyLatency && s > 0:
+	case n.Set.Policy == PolicyLatency && s > 0:
 		return fmt.Sprintf("/%d: every address in %s has the same latency_table row", s, block)
-	case n.set.Policy == policyLatency:
+	case n.Set.Policy == PolicyLatency:
 		return "no latency_table row and no region coordinates: listed order, the same for every client"
 	case n.byLoc:
 		return fmt.Sprintf("/%d: the client's geoip location", s)
-	case n.set.Policy == policyGeolocation:
+	case n.Set.Policy == PolicyGeolocation:
 		return "only a default record: the same for every client"
 	}
 	return "the same choice for every client"

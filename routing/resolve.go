@@ -1,4 +1,4 @@
-package healthroute
+package routing
 
 import (
 	"math/rand/v2"
@@ -18,18 +18,18 @@ import (
 // Resolving: a query is answered from the current table, found through one atomic
 // pointer, without locks, I/O or health evaluation.
 
-type query struct {
+type Query struct {
 	Name   string         // lower-cased, fully qualified
 	Type   uint16         // the question's type
 	Client netip.Prefix   // ECS prefix, else the source address as a full-length prefix
-	Loc    clientLocation // the client's location from geoip metadata, when known
+	Loc    ClientLocation // the client's location from geoip metadata, when known
 
 	trace *view.Trace // explain: records each decision; nil on the DNS path
 }
 
-// answer is the resolver's reply. RRs and Ns may be shared with other answers: they
+// Answer is the Resolver's reply. RRs and Ns may be shared with other answers: they
 // are read-only.
-type answer struct {
+type Answer struct {
 	Rcode int
 	RRs   []dns.RR
 	Ns    []dns.RR
@@ -45,13 +45,13 @@ type answer struct {
 	// out, once an answer is built per query (a multivalue set's records, a CNAME
 	// chain), is the reply message that holds it; buf is the free room after what is
 	// built so far (see room).
-	out *replyMsg
+	Out *ReplyMsg
 	buf []dns.RR
 
-	leafSet   *planSet // the record set the answer came from (metrics)
-	leaf      *mnode   // and its member; nil for a multivalue set
-	resortSet *planSet // the deepest record set that answered in its last resort, if any
-	chase     bool     // step: a CNAME that chase follows
+	LeafSet   *PlanSet    // the record set the answer came from (metrics)
+	Leaf      *MemberNode // and its member; nil for a multivalue set
+	ResortSet *PlanSet    // the deepest record set that answered in its last resort, if any
+	chase     bool        // step: a CNAME that chase follows
 }
 
 // replyRoom is how many records an answer built per query holds without allocating
@@ -59,79 +59,79 @@ type answer struct {
 // with room to spare.
 const replyRoom = 16
 
-// replyMsg is the reply message and the room of an answer built per query, in one
+// ReplyMsg is the reply message and the room of an answer built per query, in one
 // allocation: a multivalue answer or a CNAME chain costs nothing beyond the reply.
-type replyMsg struct {
-	msg dns.Msg
-	rrs [replyRoom]dns.RR
+type ReplyMsg struct {
+	Msg dns.Msg
+	RRs [replyRoom]dns.RR
 }
 
 // room returns the free room to append an answer built per query to (length 0), in
 // the reply, which it allocates the first time. An answer longer than the room
 // outgrows it as any slice does.
-func (ans *answer) room() []dns.RR {
+func (ans *Answer) room() []dns.RR {
 	if ans.buf == nil {
-		if ans.out == nil {
-			ans.out = new(replyMsg)
+		if ans.Out == nil {
+			ans.Out = new(ReplyMsg)
 		}
-		ans.buf = ans.out.rrs[:0]
+		ans.buf = ans.Out.RRs[:0]
 	}
 	return ans.buf[:0]
 }
 
-// resolver answers queries from the latest compiled table. It is safe for concurrent
+// Resolver answers queries from the latest compiled table. It is safe for concurrent
 // use; Resolve takes no lock.
-type resolver struct {
-	plan      *plan
-	table     atomic.Pointer[table]
+type Resolver struct {
+	Plan      *Plan
+	Table     atomic.Pointer[Table]
 	pubMu     sync.Mutex                   // serialises Publish and SetOverrides; queries never take it
 	over      map[string]bool              // guarded by pubMu
 	published bool                         // a table was published, with metrics and logs; guarded by pubMu
-	latency   atomic.Pointer[latencyTable] // nil: no latency_table
-	cfg       *routingConfig
-	// onPublish is called after each compiled table is swapped in (not for a new
+	Latency   atomic.Pointer[LatencyTable] // nil: no latency_table
+	cfg       *Config
+	// OnPublish is called after each compiled table is swapped in (not for a new
 	// snapshot that changes no routing), under pubMu, with the table replaced and the
 	// time compiling took: metrics and logs hang off it, outside the compile path.
-	onPublish func(prev, next *table, took time.Duration)
+	OnPublish func(prev, next *Table, took time.Duration)
 	// Rand returns a uniform number in [0, n); nil uses math/rand/v2. Tests seed it.
 	Rand func(n uint64) uint64
 }
 
-// newEngine returns a resolver for cfg, answering as if every check were new. It
-// lets record sets share members written alike first, as every way to a resolver
-// needs (parse, or a Config built by hand); that is idempotent, so a second resolver
+// New returns a Resolver for cfg, answering as if every check were new. It
+// lets record sets share members written alike first, as every way to a Resolver
+// needs (parse, or a Config built by hand); that is idempotent, so a second Resolver
 // on one Config answers the same.
-func newEngine(cfg *routingConfig) *resolver {
+func New(cfg *Config) *Resolver {
 	shareMembers(cfg)
-	r := &resolver{plan: newPlan(cfg), cfg: cfg}
-	r.table.Store(compile(r.plan, nil, nil)) // no metrics or logs: setup may still fail
+	r := &Resolver{Plan: newPlan(cfg), cfg: cfg}
+	r.Table.Store(Compile(r.Plan, nil, nil)) // no metrics or logs: setup may still fail
 	return r
 }
 
-// loadLatency reads the latency table at path, at most limit bytes, and answers from
+// LoadLatency reads the latency table at path, at most limit bytes, and answers from
 // it; on an error the table in use stays.
-func (r *resolver) loadLatency(path string, limit int64) (*latencyTable, error) {
-	t, err := loadLatencyTable(path, r.plan.regionIDs, limit)
+func (r *Resolver) LoadLatency(path string, limit int64) (*LatencyTable, error) {
+	t, err := LoadLatencyTable(path, r.Plan.regionIDs, limit)
 	if err == nil {
-		r.latency.Store(t)
+		r.Latency.Store(t)
 	}
 	return t, err
 }
 
 // NeedsLocation reports whether any record ranks clients by geoip location, so the
 // handler reads the metadata only then.
-func (r *resolver) NeedsLocation() bool { return r.plan.needsLoc }
+func (r *Resolver) NeedsLocation() bool { return r.Plan.needsLoc }
 
 // Publish compiles the routing table for snap and swaps it in.
-func (r *resolver) Publish(snap *health.Snapshot) {
+func (r *Resolver) Publish(snap *health.Snapshot) {
 	r.pubMu.Lock()
 	defer r.pubMu.Unlock()
-	if prev := r.table.Load(); r.published && !routingChanged(prev.snap, snap) {
+	if prev := r.Table.Load(); r.published && !routingChanged(prev.Snap, snap) {
 		// Only first results or timestamps moved (e.g. thousands of checks reporting
 		// for the first time at startup): routing is the same, so keep the compiled
 		// state and only take the new snapshot, which Ready reads.
-		r.table.Store(&table{plan: prev.plan, snap: snap, over: prev.over, st: prev.st, judged: prev.judged,
-			changed: []*node{}, flipped: []*health.Spec{}})
+		r.Table.Store(&Table{Plan: prev.Plan, Snap: snap, Over: prev.Over, St: prev.St, Judged: prev.Judged,
+			Changed: []*Node{}, Flipped: []*health.Spec{}})
 		return
 	}
 	r.publishLocked(snap)
@@ -149,29 +149,29 @@ func routingChanged(prev, next *health.Snapshot) bool {
 
 // SetOverrides replaces the operator overrides (check name -> forced status) and
 // republishes; the next query sees them.
-func (r *resolver) SetOverrides(over map[string]bool) {
+func (r *Resolver) SetOverrides(over map[string]bool) {
 	r.pubMu.Lock()
 	defer r.pubMu.Unlock()
 	r.over = over
-	r.publishLocked(r.table.Load().snap)
+	r.publishLocked(r.Table.Load().Snap)
 }
 
-func (r *resolver) publishLocked(snap *health.Snapshot) {
+func (r *Resolver) publishLocked(snap *health.Snapshot) {
 	first := !r.published
 	r.published = true
 	start := time.Now()
-	prev := r.table.Load() // only publishers store, under pubMu
+	prev := r.Table.Load() // only publishers store, under pubMu
 	t := recompile(prev, snap, r.over)
 	if first {
-		t.changed, t.flipped = nil, nil // the first publication reports every node and check
+		t.Changed, t.Flipped = nil, nil // the first publication reports every node and check
 	}
-	r.table.Store(t)
-	if r.onPublish != nil {
-		r.onPublish(prev, t, time.Since(start))
+	r.Table.Store(t)
+	if r.OnPublish != nil {
+		r.OnPublish(prev, t, time.Since(start))
 	}
 }
 
-func (r *resolver) rand(n uint64) uint64 {
+func (r *Resolver) rand(n uint64) uint64 {
 	if r.Rand != nil {
 		return r.Rand(n)
 	}
@@ -179,9 +179,9 @@ func (r *resolver) rand(n uint64) uint64 {
 }
 
 // Resolve answers q from the current table.
-func (r *resolver) Resolve(q query) answer {
-	var ans answer
-	r.resolve(&q, &ans)
+func (r *Resolver) Resolve(q Query) Answer {
+	var ans Answer
+	r.ResolveInto(&q, &ans)
 	return ans
 }
 
@@ -189,10 +189,10 @@ func (r *resolver) Resolve(q query) answer {
 // handler's frame: passing them by pointer keeps each frame below it small, since
 // every query runs on a goroutine whose stack starts small and is copied whenever it
 // has to grow.
-func (r *resolver) resolve(q *query, ans *answer) {
-	t := r.table.Load()
-	p := t.plan
-	zone := matchZone(p.zones, q.Name)
+func (r *Resolver) ResolveInto(q *Query, ans *Answer) {
+	t := r.Table.Load()
+	p := t.Plan
+	zone := MatchZone(p.zones, q.Name)
 	if zone == "" {
 		ans.Rcode = dns.RcodeRefused
 		return
@@ -216,15 +216,15 @@ func (r *resolver) resolve(q *query, ans *answer) {
 // whether it did. It is its own function so its frame is paid only by apex queries.
 //
 //go:noinline
-func (r *resolver) apex(t *table, q *query, zone string, ans *answer) bool {
-	p := t.plan
+func (r *Resolver) apex(t *Table, q *Query, zone string, ans *Answer) bool {
+	p := t.Plan
 	switch q.Type {
 	case dns.TypeSOA:
-		*ans = answer{Rcode: dns.RcodeSuccess, RRs: p.soa[zone], Zone: zone, Pass: true}
+		*ans = Answer{Rcode: dns.RcodeSuccess, RRs: p.soa[zone], Zone: zone, Pass: true}
 		return true
 	case dns.TypeNS:
 		if ns := p.ns[zone]; ns != nil {
-			*ans = answer{Rcode: dns.RcodeSuccess, RRs: ns, Extra: r.glue(t, q, ns, zone), Zone: zone, Pass: true}
+			*ans = Answer{Rcode: dns.RcodeSuccess, RRs: ns, Extra: r.glue(t, q, ns, zone), Zone: zone, Pass: true}
 			return true
 		}
 	}
@@ -241,9 +241,9 @@ func (r *resolver) apex(t *table, q *query, zone string, ans *answer) bool {
 // function, so only blocks with delegations pay for its frame.
 //
 //go:noinline
-func (r *resolver) referral(t *table, q *query, name, zone string, ans *answer) bool {
-	p := t.plan
-	var cut *entry
+func (r *Resolver) referral(t *Table, q *Query, name, zone string, ans *Answer) bool {
+	p := t.Plan
+	var cut *Entry
 	for off, end := 0, false; !end && len(name)-off > len(zone); off, end = dns.NextLabel(name, off) {
 		if e, ok := p.cuts[name[off:]]; ok && (off > 0 || q.Type != dns.TypeDS) {
 			cut = e // keep going: the highest cut wins
@@ -253,7 +253,7 @@ func (r *resolver) referral(t *table, q *query, name, zone string, ans *answer) 
 		return false
 	}
 	ans.Rcode, ans.Zone, ans.Referral = dns.RcodeSuccess, zone, true
-	ans.Ns, ans.Scope = r.walk(t, cut, cut.node(dns.TypeNS), q, ans)
+	ans.Ns, ans.Scope = r.walk(t, cut, cut.Node(dns.TypeNS), q, ans)
 	for _, rr := range ans.Ns {
 		if ns := rr.(*dns.NS).Ns; underZone(strings.ToLower(ns), cut.name()) {
 			ans.Extra = append(ans.Extra, r.addrs(t, q, ns, zone)...)
@@ -264,7 +264,7 @@ func (r *resolver) referral(t *table, q *query, name, zone string, ans *answer) 
 
 // additional returns the A and AAAA records of the block's names that MX and SRV
 // records of rrs point to, each name once, as CoreDNS's file plugin adds them.
-func (r *resolver) additional(t *table, q *query, rrs []dns.RR, zone string) []dns.RR {
+func (r *Resolver) additional(t *Table, q *Query, rrs []dns.RR, zone string) []dns.RR {
 	var extra []dns.RR
 	var seen []string
 	for _, rr := range rrs {
@@ -289,15 +289,15 @@ func (r *resolver) additional(t *table, q *query, rrs []dns.RR, zone string) []d
 
 // addrs returns the A and AAAA records that name (an owner of the block's records,
 // not a wildcard's match) answers for q's client.
-func (r *resolver) addrs(t *table, q *query, name, zone string) []dns.RR {
-	e := t.plan.names[name]
+func (r *Resolver) addrs(t *Table, q *Query, name, zone string) []dns.RR {
+	e := t.Plan.Names[name]
 	if e == nil {
 		return nil
 	}
 	var out []dns.RR
 	for _, qt := range [...]uint16{dns.TypeA, dns.TypeAAAA} {
-		if n := e.node(qt); n != nil {
-			var sub answer
+		if n := e.Node(qt); n != nil {
+			var sub Answer
 			rrs, _ := r.walk(t, e, n, q, &sub)
 			out = append(out, rrs...)
 		}
@@ -307,14 +307,14 @@ func (r *resolver) addrs(t *table, q *query, name, zone string) []dns.RR {
 
 // step answers name (q.Name or a CNAME target) from t into ans, which is zero on entry,
 // without following a CNAME; ans.chase reports that the answer is a CNAME to follow.
-func (r *resolver) step(t *table, q *query, name, zone string, ans *answer) {
-	p := t.plan
+func (r *Resolver) step(t *Table, q *Query, name, zone string, ans *Answer) {
+	p := t.Plan
 	ans.Rcode, ans.Zone = dns.RcodeSuccess, zone
 	e := p.lookup(name, zone)
-	var n *node
+	var n *Node
 	if e != nil {
 		if n = e.cname; n == nil {
-			n = e.node(q.Type)
+			n = e.Node(q.Type)
 		}
 	}
 	if n == nil { // NXDOMAIN, or NODATA
@@ -326,7 +326,7 @@ func (r *resolver) step(t *table, q *query, name, zone string, ans *answer) {
 	}
 	ans.RRs, ans.Scope = r.walk(t, e, n, q, ans)
 	if len(ans.RRs) == 0 { // a client-dependent group with no record for this client
-		ans.Ns, ans.leafSet, ans.leaf, ans.resortSet = p.neg[zone], nil, nil, nil
+		ans.Ns, ans.LeafSet, ans.Leaf, ans.ResortSet = p.neg[zone], nil, nil, nil
 		return
 	}
 	if e.wild() {
@@ -342,29 +342,29 @@ const maxChase = 8
 // chase follows the CNAME that ans holds through the block's own names, as CoreDNS's
 // file plugin does: each target is answered by its own record for the same client,
 // and the answer's scope is the largest of any step. It stops at a target outside
-// the block's zones or one the next plugin serves (the client's resolver follows
+// the block's zones or one the next plugin serves (the client's Resolver follows
 // it), at a name already in the chain (a loop), and after maxChase steps.
-func (r *resolver) chase(t *table, q *query, ans *answer) {
-	p := t.plan
+func (r *Resolver) chase(t *Table, q *Query, ans *Answer) {
+	p := t.Plan
 	chain := append(ans.room(), ans.RRs...) // in place when the first step built its RRs in the room
 	ans.chase = false
 	for range maxChase {
 		target := chain[len(chain)-1].(*dns.CNAME).Target
-		zone := matchZone(p.zones, target)
+		zone := MatchZone(p.zones, target)
 		if zone == "" || inChain(chain, target) {
 			break
 		}
 		if p.cuts != nil {
-			ref := answer{out: ans.out, buf: chain[len(chain):]}
+			ref := Answer{Out: ans.Out, buf: chain[len(chain):]}
 			if r.referral(t, q, target, zone, &ref) {
 				ans.Ns, ans.Extra = ref.Ns, ref.Extra // the CNAME, and where its target is delegated
 				break
 			}
 		}
-		next := answer{out: ans.out, buf: chain[len(chain):]} // a step built per query lands after the chain
+		next := Answer{Out: ans.Out, buf: chain[len(chain):]} // a step built per query lands after the chain
 		r.step(t, q, target, zone, &next)
 		if next.Pass && p.fall.Through(target) {
-			break // the next plugin's name: the client's resolver asks for it
+			break // the next plugin's name: the client's Resolver asks for it
 		}
 		chain = append(chain, next.RRs...) // in place when next built its RRs in the room
 		ans.Scope = max(ans.Scope, next.Scope)
@@ -388,7 +388,7 @@ func inChain(chain []dns.RR, name string) bool {
 
 // glue returns the A and AAAA answers, for q's client, of the in-zone name servers
 // in ns.
-func (r *resolver) glue(t *table, q *query, ns []dns.RR, zone string) []dns.RR {
+func (r *Resolver) glue(t *Table, q *Query, ns []dns.RR, zone string) []dns.RR {
 	var out []dns.RR
 	for _, rr := range ns {
 		out = append(out, r.addrs(t, q, rr.(*dns.NS).Ns, zone)...)
@@ -396,9 +396,9 @@ func (r *resolver) glue(t *table, q *query, ns []dns.RR, zone string) []dns.RR {
 	return out
 }
 
-// matchZone returns the longest of zones that contains name ("" for none). Unlike
+// MatchZone returns the longest of zones that contains name ("" for none). Unlike
 // plugin.Zones.Matches it does not allocate; names and zones are lower-cased FQDNs.
-func matchZone(zones []string, name string) string {
+func MatchZone(zones []string, name string) string {
 	best := ""
 	for _, z := range zones {
 		if len(z) <= len(best) {
@@ -419,8 +419,8 @@ func underZone(name, z string) bool {
 
 // lookup finds the entry for name: the exact owner, else the wildcard at the closest
 // encloser (RFC 4592). It does not allocate.
-func (p *plan) lookup(name, zone string) *entry {
-	if e, ok := p.names[name]; ok {
+func (p *Plan) lookup(name, zone string) *Entry {
+	if e, ok := p.Names[name]; ok {
 		return e
 	}
 	if len(p.wild) == 0 {
@@ -439,7 +439,7 @@ func (p *plan) lookup(name, zone string) *entry {
 		if e, ok := p.wild[parent]; ok {
 			return e
 		}
-		if p.names[parent] != nil || p.exists[parent] || parent == zone || len(parent) < len(zone) {
+		if p.Names[parent] != nil || p.exists[parent] || parent == zone || len(parent) < len(zone) {
 			return nil // the closest encloser has no wildcard
 		}
 	}
@@ -449,16 +449,16 @@ func (p *plan) lookup(name, zone string) *entry {
 // walk descends from n, a node of e, to a leaf: static nodes by their precomputed
 // choice, client dependent ones by ranking for q. scope is the ECS scope of the
 // choices made.
-func (r *resolver) walk(t *table, e *entry, n *node, q *query, ans *answer) (rrs []dns.RR, scope uint8) {
+func (r *Resolver) walk(t *Table, e *Entry, n *Node, q *Query, ans *Answer) (rrs []dns.RR, scope uint8) {
 	for {
-		st := t.state(n.id)
-		ans.leafSet = n.set
+		st := t.State(n.ID)
+		ans.LeafSet = n.Set
 		var i int32
 		switch {
-		case n.dynHealth || n.dynOrder():
+		case n.DynHealth || n.dynOrder():
 			scope = max(scope, r.nodeScope(n, q))
 			if i = r.pickForClient(t, n, q); i >= 0 && !r.memberOK(t, n, i, q) {
-				ans.resortSet = n.set // chose an unhealthy member: no healthy one applied
+				ans.ResortSet = n.Set // chose an unhealthy member: no healthy one applied
 			}
 			if i < 0 {
 				if q.trace != nil {
@@ -467,56 +467,56 @@ func (r *resolver) walk(t *table, e *entry, n *node, q *query, ans *answer) (rrs
 				return nil, scope // no record applies to this client: NODATA
 			}
 		case st.mode == pickSet:
-			if st.failOpen {
-				ans.resortSet = n.set
+			if st.FailOpen {
+				ans.ResortSet = n.Set
 			}
-			ans.leaf = nil
-			rrs := r.pickSet(t.plan, e, n, st, ans.room())
+			ans.Leaf = nil
+			rrs := r.pickSet(t.Plan, e, n, st, ans.room())
 			if q.trace != nil {
 				r.explain(t, n, q, -1)
 			}
 			return rrs, scope
 		default:
-			if st.failOpen {
-				ans.resortSet = n.set
+			if st.FailOpen {
+				ans.ResortSet = n.Set
 			}
 			i = r.pick(st)
 		}
 		if q.trace != nil {
 			r.explain(t, n, q, i)
 		}
-		mn := &n.members[i]
-		if mn.child == nil {
-			ans.leaf = mn
-			l := e.leaf(t.plan, n, mn)
+		mn := &n.Members[i]
+		if mn.Child == nil {
+			ans.Leaf = mn
+			l := e.leaf(t.Plan, n, mn)
 			k := l.values()
 			if k > 1 {
 				return l.rotation(int(r.rand(uint64(k)))), scope
 			}
-			return l.one[:k:k], scope // the one value in place
+			return l.One[:k:k], scope // the one value in place
 		}
-		n = mn.child
+		n = mn.Child
 	}
 }
 
-func (r *resolver) pick(st *nodeState) int32 {
+func (r *Resolver) pick(st *NodeState) int32 {
 	switch st.mode {
 	case pickWeight:
-		x := uint32(r.rand(uint64(st.cum[len(st.cum)-1])))
-		lo, hi := 0, len(st.cum)-1
+		x := uint32(r.rand(uint64(st.Cum[len(st.Cum)-1])))
+		lo, hi := 0, len(st.Cum)-1
 		for lo < hi { // first cumulative weight above x
 			mid := (lo + hi) / 2
-			if st.cum[mid] > x {
+			if st.Cum[mid] > x {
 				hi = mid
 			} else {
 				lo = mid + 1
 			}
 		}
-		return st.cands[lo]
+		return st.Cands[lo]
 	case pickUniform:
-		return st.cands[r.rand(uint64(len(st.cands)))]
+		return st.Cands[r.rand(uint64(len(st.Cands)))]
 	}
-	return st.cands[0]
+	return st.Cands[0]
 }
 
 // maxMultivalue is how many records a multivalue answer holds at most (docs/routing.md#multivalue).
@@ -525,16 +525,16 @@ const maxMultivalue = 8
 // pickSet answers a multivalue node: every candidate when there are at most eight, else
 // eight distinct ones at random, in random order, appended to out (the reply's room:
 // the slice is the response's own).
-func (r *resolver) pickSet(p *plan, e *entry, n *node, st *nodeState, out []dns.RR) []dns.RR {
-	k := len(st.cands)
+func (r *Resolver) pickSet(p *Plan, e *Entry, n *Node, st *NodeState, out []dns.RR) []dns.RR {
+	k := len(st.Cands)
 	var chosen [maxMultivalue]int32
 	if k <= maxMultivalue {
-		copy(chosen[:], st.cands)
+		copy(chosen[:], st.Cands)
 	} else { // reservoir sampling: alloc-free, uniform over 8-subsets
-		copy(chosen[:], st.cands[:maxMultivalue])
+		copy(chosen[:], st.Cands[:maxMultivalue])
 		for i := maxMultivalue; i < k; i++ {
 			if j := r.rand(uint64(i + 1)); j < maxMultivalue {
-				chosen[j] = st.cands[i]
+				chosen[j] = st.Cands[i]
 			}
 		}
 		k = maxMultivalue
@@ -544,7 +544,7 @@ func (r *resolver) pickSet(p *plan, e *entry, n *node, st *nodeState, out []dns.
 		chosen[i], chosen[j] = chosen[j], chosen[i]
 	}
 	for _, i := range chosen[:k] {
-		out = append(out, e.leaf(p, n, &n.members[i]).rrs()...)
+		out = append(out, e.leaf(p, n, &n.Members[i]).RRs()...)
 	}
 	return out
 }

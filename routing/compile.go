@@ -1,4 +1,4 @@
-package healthroute
+package routing
 
 import (
 	"encoding/binary"
@@ -19,33 +19,33 @@ const (
 	pickSet                 // multivalue: up to eight at random
 )
 
-// nodeState is a node's health-dependent selection data.
-type nodeState struct {
+// NodeState is a node's health-dependent selection data.
+type NodeState struct {
 	healthy  bool     // a healthy answer exists in this branch (static nodes; for evaluate target health)
-	failOpen bool     // no member is healthy: the last resort is in force (static nodes)
+	FailOpen bool     // no member is healthy: the last resort is in force (static nodes)
 	mode     mode     // how to pick among cands
-	cands    []int32  // member indices a query may pick
-	cum      []uint32 // pickWeight: cumulative weights of cands
+	Cands    []int32  // member indices a query may pick
+	Cum      []uint32 // pickWeight: cumulative weights of cands
 	// ok is each member's health as far as it does not depend on the client: its
 	// check, and for evaluate target health into a static child, the child's branch.
 	// In static nodes that is all of it.
-	ok []bool
+	OK []bool
 }
 
-// table is a plan evaluated against one health snapshot; immutable once stored.
-type table struct {
-	plan *plan
-	snap *health.Snapshot
-	over map[string]bool // operator overrides by check name: true healthy, false unhealthy
+// Table is a plan evaluated against one health snapshot; immutable once stored.
+type Table struct {
+	Plan *Plan
+	Snap *health.Snapshot
+	Over map[string]bool // operator overrides by check name: true healthy, false unhealthy
 	// st is the nodes' states in chunks of stateChunk, by node id: a new table copies
 	// only the chunks whose nodes it evaluated again and shares the rest. Nodes in the
-	// same state share one nodeState (see interner); states are never written.
-	st     [][]*nodeState
-	judged []bool // by index in plan.checks: each check's status
+	// same state share one NodeState (see interner); states are never written.
+	St     [][]*NodeState
+	Judged []bool // by index in plan.checks: each check's status
 	// changed is the nodes evaluated for this table and flipped the checks whose
 	// status differs from the table it replaced; both nil when everything was.
-	changed []*node
-	flipped []*health.Spec
+	Changed []*Node
+	Flipped []*health.Spec
 }
 
 // stateChunk is how many node states a table copies when one of them changes: a flip
@@ -54,29 +54,29 @@ type table struct {
 const stateChunk = 32
 
 // state is node id's state in t.
-func (t *table) state(id int32) *nodeState {
+func (t *Table) State(id int32) *NodeState {
 	u := uint32(id) // ids are not negative: unsigned division is a shift
-	return t.st[u/stateChunk][u%stateChunk]
+	return t.St[u/stateChunk][u%stateChunk]
 }
 
 // healthy is a check's status in t, as the health package judges it with t's
 // operator overrides.
-func (t *table) healthy(s *health.Spec) bool { return t.snap.Judge(s, t.over) }
+func (t *Table) Healthy(s *health.Spec) bool { return t.Snap.Judge(s, t.Over) }
 
 // compile evaluates every node of p against snap and the overrides, children first.
-func compile(p *plan, snap *health.Snapshot, over map[string]bool) *table {
-	t := &table{plan: p, snap: snap, over: over, judged: make([]bool, len(p.checks)),
-		st: make([][]*nodeState, (len(p.nodes)+stateChunk-1)/stateChunk)}
-	for i := range t.st {
-		t.st[i] = make([]*nodeState, min(stateChunk, len(p.nodes)-i*stateChunk))
+func Compile(p *Plan, snap *health.Snapshot, over map[string]bool) *Table {
+	t := &Table{Plan: p, Snap: snap, Over: over, Judged: make([]bool, len(p.Checks)),
+		St: make([][]*NodeState, (len(p.Nodes)+stateChunk-1)/stateChunk)}
+	for i := range t.St {
+		t.St[i] = make([]*NodeState, min(stateChunk, len(p.Nodes)-i*stateChunk))
 	}
-	for i, s := range p.checks {
-		t.judged[i] = t.healthy(s)
+	for i, s := range p.Checks {
+		t.Judged[i] = t.Healthy(s)
 	}
-	done := make([]bool, len(p.nodes))
-	t.eval(p.nodes, func(n *node) bool {
-		was := done[n.id]
-		done[n.id] = true
+	done := make([]bool, len(p.Nodes))
+	t.eval(p.Nodes, func(n *Node) bool {
+		was := done[n.ID]
+		done[n.ID] = true
 		return !was
 	})
 	return t
@@ -87,36 +87,36 @@ func compile(p *plan, snap *health.Snapshot, over map[string]bool) *table {
 // their calculated parents), only the nodes with a member whose check changed status
 // and the nodes that alias them (transitively) are evaluated again; the others keep
 // prev's state, shared chunk by chunk. Cost: the snapshot's diff, plus what it reaches.
-func recompile(prev *table, snap *health.Snapshot, over map[string]bool) *table {
-	p := prev.plan
-	t := &table{plan: p, snap: snap, over: over, judged: slices.Clone(prev.judged),
-		st: slices.Clone(prev.st), changed: []*node{}, flipped: []*health.Spec{}}
-	pending := map[*node]bool{}
-	var mark func(n *node)
-	mark = func(n *node) {
+func recompile(prev *Table, snap *health.Snapshot, over map[string]bool) *Table {
+	p := prev.Plan
+	t := &Table{Plan: p, Snap: snap, Over: over, Judged: slices.Clone(prev.Judged),
+		St: slices.Clone(prev.St), Changed: []*Node{}, Flipped: []*health.Spec{}}
+	pending := map[*Node]bool{}
+	var mark func(n *Node)
+	mark = func(n *Node) {
 		if pending[n] {
 			return
 		}
 		pending[n] = true
-		t.changed = append(t.changed, n)
+		t.Changed = append(t.Changed, n)
 		for _, u := range n.up() {
 			mark(u)
 		}
 	}
 	for _, i := range touched(prev, snap, over) {
-		if t.judged[i] = t.healthy(p.checks[i]); t.judged[i] != prev.judged[i] {
-			t.flipped = append(t.flipped, p.checks[i])
+		if t.Judged[i] = t.Healthy(p.Checks[i]); t.Judged[i] != prev.Judged[i] {
+			t.Flipped = append(t.Flipped, p.Checks[i])
 			for _, id := range p.usersOf(i) {
-				mark(p.nodes[id])
+				mark(p.Nodes[id])
 			}
 		}
 	}
-	for _, n := range t.changed { // copy on write: prev's chunks stay as they are
-		if c := n.id / stateChunk; &t.st[c][0] == &prev.st[c][0] {
-			t.st[c] = slices.Clone(prev.st[c])
+	for _, n := range t.Changed { // copy on write: prev's chunks stay as they are
+		if c := n.ID / stateChunk; &t.St[c][0] == &prev.St[c][0] {
+			t.St[c] = slices.Clone(prev.St[c])
 		}
 	}
-	t.eval(t.changed, func(n *node) bool {
+	t.eval(t.Changed, func(n *Node) bool {
 		was := pending[n]
 		delete(pending, n)
 		return was
@@ -127,8 +127,8 @@ func recompile(prev *table, snap *health.Snapshot, over map[string]bool) *table 
 // touched returns the checks (indexes in the plan's checks) whose status may differ
 // between prev and snap with over: those whose probed state or override changed, and
 // their calculated parents, transitively.
-func touched(prev *table, snap *health.Snapshot, over map[string]bool) []int32 {
-	p := prev.plan
+func touched(prev *Table, snap *health.Snapshot, over map[string]bool) []int32 {
+	p := prev.Plan
 	seen := map[int32]bool{}
 	var out []int32
 	add := func(is []int32) {
@@ -139,13 +139,13 @@ func touched(prev *table, snap *health.Snapshot, over map[string]bool) []int32 {
 			}
 		}
 	}
-	snap.Diff(prev.snap, func(fp string) { add(p.byFP[fp]) })
+	snap.Diff(prev.Snap, func(fp string) { add(p.byFP[fp]) })
 	for name, v := range over {
-		if was, ok := prev.over[name]; !ok || was != v {
+		if was, ok := prev.Over[name]; !ok || was != v {
 			add(p.byName[name])
 		}
 	}
-	for name := range prev.over {
+	for name := range prev.Over {
 		if _, ok := over[name]; !ok {
 			add(p.byName[name])
 		}
@@ -158,29 +158,29 @@ func touched(prev *table, snap *health.Snapshot, over map[string]bool) []int32 {
 
 // eval computes the state of nodes, each after its children, for the nodes take
 // reports pending (taking them); the others' state in t is current.
-func (t *table) eval(nodes []*node, take func(*node) bool) {
+func (t *Table) eval(nodes []*Node, take func(*Node) bool) {
 	in := newInterner()
-	var eval func(n *node)
-	eval = func(n *node) {
+	var eval func(n *Node)
+	eval = func(n *Node) {
 		if !take(n) {
 			return
 		}
-		for i := range n.members {
-			if c := n.members[i].child; c != nil {
+		for i := range n.Members {
+			if c := n.Members[i].Child; c != nil {
 				eval(c)
 			}
 		}
 		ok := in.ok[:0] // the children are done: the scratch is free
-		for i := range n.members {
-			mn := &n.members[i]
-			h := mn.check < 0 || t.judged[mn.check] // no check: always healthy
-			if mn.child != nil && mn.m.ETH && !mn.child.dynHealth {
-				h = h && t.state(mn.child.id).healthy
+		for i := range n.Members {
+			mn := &n.Members[i]
+			h := mn.check < 0 || t.Judged[mn.check] // no check: always healthy
+			if mn.Child != nil && mn.M.ETH && !mn.Child.DynHealth {
+				h = h && t.State(mn.Child.ID).healthy
 			}
 			ok = append(ok, h)
 		}
 		in.ok = ok
-		t.st[n.id/stateChunk][n.id%stateChunk] = in.state(staticState(n, ok, in))
+		t.St[n.ID/stateChunk][n.ID%stateChunk] = in.state(staticState(n, ok, in))
 	}
 	for _, n := range nodes {
 		eval(n)
@@ -193,7 +193,7 @@ func (t *table) eval(nodes []*node, take func(*node) bool) {
 // health. Tables never write them. It also holds staticState's scratch, so that
 // evaluating a node allocates only what it is the first to need.
 type interner struct {
-	states             map[stateKey]*nodeState
+	states             map[stateKey]*NodeState
 	key                []byte
 	okSet              map[string][]bool
 	candSet            map[string][]int32
@@ -204,7 +204,7 @@ type interner struct {
 }
 
 func newInterner() *interner {
-	return &interner{states: map[stateKey]*nodeState{}, okSet: map[string][]bool{}, candSet: map[string][]int32{}, cumSet: map[string][]uint32{}}
+	return &interner{states: map[stateKey]*NodeState{}, okSet: map[string][]bool{}, candSet: map[string][]int32{}, cumSet: map[string][]uint32{}}
 }
 
 // stateKey identifies a node state, every field of it, whose slices in has given
@@ -219,10 +219,10 @@ type stateKey struct {
 }
 
 // state returns the shared copy of st, whose slices in gave out.
-func (in *interner) state(st nodeState) *nodeState {
-	k := stateKey{healthy: st.healthy, failOpen: st.failOpen, mode: st.mode,
-		ok: first(st.ok), cands: first(st.cands), cum: first(st.cum),
-		nok: len(st.ok), ncands: len(st.cands), ncum: len(st.cum)}
+func (in *interner) state(st NodeState) *NodeState {
+	k := stateKey{healthy: st.healthy, failOpen: st.FailOpen, mode: st.mode,
+		ok: first(st.OK), cands: first(st.Cands), cum: first(st.Cum),
+		nok: len(st.OK), ncands: len(st.Cands), ncum: len(st.Cum)}
 	if v, ok := in.states[k]; ok {
 		return v
 	}
@@ -246,7 +246,7 @@ func (in *interner) bools(s []bool) []bool {
 	}
 	in.key = in.key[:0]
 	for _, b := range s {
-		in.key = append(in.key, boolByte(b))
+		in.key = append(in.key, BoolByte(b))
 	}
 	if v, ok := in.okSet[string(in.key)]; ok {
 		return v
@@ -256,7 +256,7 @@ func (in *interner) bools(s []bool) []bool {
 	return v
 }
 
-func boolByte(b bool) byte {
+func BoolByte(b bool) byte {
 	if b {
 		return 1
 	}
@@ -283,8 +283,8 @@ func intern[T int32 | uint32](in *interner, m map[string][]T, s []T) []T {
 // staticState applies a policy to a node's member health: docs/routing.md#choose for the
 // policies whose choice does not depend on the client. ok may be scratch: the state
 // holds in's copies.
-func staticState(n *node, ok []bool, in *interner) nodeState {
-	st := nodeState{ok: in.bools(ok)}
+func staticState(n *Node, ok []bool, in *interner) NodeState {
+	st := NodeState{OK: in.bools(ok)}
 	healthy, all := in.healthy[:0], in.all[:0]
 	for i, h := range ok {
 		if h {
@@ -294,46 +294,46 @@ func staticState(n *node, ok []bool, in *interner) nodeState {
 	}
 	in.healthy, in.all = healthy, all
 	st.healthy = len(healthy) > 0
-	st.failOpen = !st.healthy
-	if n.dynHealth {
+	st.FailOpen = !st.healthy
+	if n.DynHealth {
 		// The client decides what is healthy: keep ok, and for weighted groups the
 		// last resort, which does not depend on health at all.
-		st.healthy, st.failOpen = false, false
-		if n.set.Policy == policyWeighted {
+		st.healthy, st.FailOpen = false, false
+		if n.Set.Policy == PolicyWeighted {
 			in.none = slices.Grow(in.none[:0], len(ok))[:len(ok)]
 			clear(in.none)
-			last := staticState(&node{set: n.set, members: n.members}, in.none, in)
-			st.mode, st.cands, st.cum = last.mode, last.cands, last.cum
+			last := staticState(&Node{Set: n.Set, Members: n.Members}, in.none, in)
+			st.mode, st.Cands, st.Cum = last.mode, last.Cands, last.Cum
 		}
 		return st
 	}
 	var cands []int32
-	switch n.set.Policy {
-	case policyLatency, policyGeolocation, policyGeoproximity, policyIPBased:
+	switch n.Set.Policy {
+	case PolicyLatency, PolicyGeolocation, PolicyGeoproximity, PolicyIPBased:
 		return st // ranked per query; healthy = any member healthy
-	case policySimple:
+	case PolicySimple:
 		st.mode, cands = pickFirst, all[:1]
-	case policyFailover:
+	case PolicyFailover:
 		st.mode, cands = pickFirst, failoverCands(n, ok, in)
-	case policyWeighted:
-		st.mode, cands, st.cum = weightedCands(n, healthy, all, st.healthy, in)
-	case policyMultivalue:
+	case PolicyWeighted:
+		st.mode, cands, st.Cum = weightedCands(n, healthy, all, st.healthy, in)
+	case PolicyMultivalue:
 		st.mode, cands = pickSet, healthy
 		if !st.healthy {
 			cands = all
 		}
 	}
-	st.cands = intern(in, in.candSet, cands)
+	st.Cands = intern(in, in.candSet, cands)
 	return st
 }
 
 // failoverCands is the primary first; the secondary when the primary is unhealthy;
 // the primary again when both are (docs/routing.md#failover).
-func failoverCands(n *node, ok []bool, in *interner) []int32 {
+func failoverCands(n *Node, ok []bool, in *interner) []int32 {
 	order := in.pick[:0]
-	for _, r := range []role{rolePrimary, roleSecondary} {
-		for i, mn := range n.members {
-			if mn.m.Role == r {
+	for _, r := range []Role{RolePrimary, RoleSecondary} {
+		for i, mn := range n.Members {
+			if mn.M.Role == r {
 				order = append(order, int32(i))
 			}
 		}
@@ -350,14 +350,14 @@ func failoverCands(n *node, ok []bool, in *interner) []int32 {
 // weightedCands is healthy nonzero weights by weight; else healthy zero weights
 // uniformly; else the last resort: all nonzero by weight, or all uniformly
 // (docs/routing.md#weighted). cum is the interned cumulative weights for pickWeight.
-func weightedCands(n *node, healthy, all []int32, anyHealthy bool, in *interner) (m mode, cands []int32, cum []uint32) {
+func weightedCands(n *Node, healthy, all []int32, anyHealthy bool, in *interner) (m mode, cands []int32, cum []uint32) {
 	pool := healthy
 	if !anyHealthy {
 		pool = all
 	}
 	nonzero := in.pick[:0]
 	for _, i := range pool {
-		if n.members[i].m.Weight > 0 {
+		if n.Members[i].M.Weight > 0 {
 			nonzero = append(nonzero, i)
 		}
 	}
@@ -368,11 +368,11 @@ func weightedCands(n *node, healthy, all []int32, anyHealthy bool, in *interner)
 	sums := in.cum[:0]
 	var sum uint32
 	for _, i := range nonzero {
-		sum += uint32(n.members[i].m.Weight)
+		sum += uint32(n.Members[i].M.Weight)
 		sums = append(sums, sum)
 	}
 	in.cum = sums
 	return pickWeight, nonzero, intern(in, in.cumSet, sums)
 }
 
-// Query is one question to the resolver.
+// Query is one question to the Resolver.

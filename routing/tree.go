@@ -1,4 +1,4 @@
-package healthroute
+package routing
 
 import (
 	"net"
@@ -26,42 +26,42 @@ import (
 // query may pick and how. Queries read one table through an atomic pointer and never
 // evaluate health themselves.
 
-// node is one record group: a record set's members of one type.
+// Node is one record group: a record set's members of one type.
 //
 // Fields are ordered by size, so that the struct packs without padding: a large
 // configuration holds one per record group. What only some groups have is behind
 // links, which most leave nil.
-type node struct {
-	set     *planSet
-	members []mnode
+type Node struct {
+	Set     *PlanSet
+	Members []MemberNode
 	links   *nodeLinks // aliases to or from this group, the ip index; nil for none
-	id      int32      // index into table.st
-	qtype   uint16
+	ID      int32      // index into table.st
+	QType   uint16
 
-	// dynHealth: whether a healthy answer exists depends on the client (geolocation
+	// DynHealth: whether a healthy answer exists depends on the client (geolocation
 	// and ip groups, and groups that evaluate target health into them;
 	// docs/routing.md#evaluate-target-health). With dynOrder, the node is client
 	// dependent; static nodes are decided entirely at compile.
-	dynHealth bool
+	DynHealth bool
 	byLoc     bool // the client's geoip location can change the choice
 }
 
-// planSet is a record set as the plan holds it: the configuration's record set, read
+// PlanSet is a record set as the plan holds it: the configuration's record set, read
 // only, and what the plan numbered for it, the answer series its answers count into
 // (numberSeries) and the zone it is in. One per record set, shared by its nodes.
-type planSet struct {
-	*recordSet
+type PlanSet struct {
+	*RecordSet
 	first  int32  // where its members' answers_total series start in plan.memberSeries
-	multi  int32  // a multivalue set's answers_total series: its members never answer alone
-	resort int32  // the name's last_resort_answers_total series
-	zone   uint16 // the zone the name is in: its index in the plan's zones
+	Multi  int32  // a multivalue set's answers_total series: its members never answer alone
+	Resort int32  // the name's last_resort_answers_total series
+	Zone   uint16 // the zone the name is in: its index in the plan's zones
 }
 
 // dynOrder reports whether n's policy ranks members by the client (latency,
 // geolocation, geoproximity, ip).
-func (n *node) dynOrder() bool {
-	switch n.set.Policy {
-	case policyLatency, policyGeolocation, policyGeoproximity, policyIPBased, policyAZAffinity:
+func (n *Node) dynOrder() bool {
+	switch n.Set.Policy {
+	case PolicyLatency, PolicyGeolocation, PolicyGeoproximity, PolicyIPBased, PolicyAZAffinity:
 		return true
 	}
 	return false
@@ -69,14 +69,14 @@ func (n *node) dynOrder() bool {
 
 // nodeLinks is what a node with aliases or an ip index has beyond the others.
 type nodeLinks struct {
-	healthKids []*node             // evaluate target health into client-dependent health: their scope counts
-	up         []*node             // the nodes with a member aliasing this one
-	ip         *prefixIndex[int32] // ip: block -> member index; nil for other policies
+	healthKids []*Node             // evaluate target health into client-dependent health: their scope counts
+	up         []*Node             // the nodes with a member aliasing this one
+	ip         *PrefixIndex[int32] // ip: block -> member index; nil for other policies
 	ipDefault  int32               // ip: the default member, -1 for none
 }
 
 // link returns n's links, creating them.
-func (n *node) link() *nodeLinks {
+func (n *Node) link() *nodeLinks {
 	if n.links == nil {
 		n.links = &nodeLinks{ipDefault: -1}
 	}
@@ -85,7 +85,7 @@ func (n *node) link() *nodeLinks {
 
 // healthKids returns the client-dependent nodes that n's members evaluate the
 // target health of.
-func (n *node) healthKids() []*node {
+func (n *Node) healthKids() []*Node {
 	if n.links == nil {
 		return nil
 	}
@@ -93,21 +93,21 @@ func (n *node) healthKids() []*node {
 }
 
 // up returns the nodes with a member aliasing n.
-func (n *node) up() []*node {
+func (n *Node) up() []*Node {
 	if n.links == nil {
 		return nil
 	}
 	return n.links.up
 }
 
-// mnode is a member of a node: a leaf with prebuilt RRs, or an alias to a child node.
-type mnode struct {
-	m *member
+// MemberNode is a member of a node: a leaf with prebuilt RRs, or an alias to a child node.
+type MemberNode struct {
+	M *Member
 	leaf
-	child  *node // alias target
+	Child  *Node // alias target
 	region int32 // latency: the plan's region id
 	check  int32 // the member's check: its index in plan.checks, -1 for none
-	series int32 // the member's answers_total series (plan.memberSeries)
+	Series int32 // the member's answers_total series (plan.memberSeries)
 }
 
 // leaf is a member's prebuilt answer: its RRs (owner = the record set's name). A
@@ -115,7 +115,7 @@ type mnode struct {
 // it is; several sit in a ring the leaf points to. Never mutated; an alias member's
 // leaf is empty. A large configuration holds one per member: one field, not two.
 type leaf struct {
-	one [1]dns.RR // the value, or a *ring for several
+	One [1]dns.RR // the value, or a *ring for several
 }
 
 // ring holds a leaf's several values, then all but the last once more, so that each
@@ -130,82 +130,82 @@ type ring struct {
 
 // newLeaf builds m's leaf; al, nil for a leaf built after its plan, has the plan's
 // arrays.
-func newLeaf(owner string, m *member, ttl uint32, al *planAlloc) leaf {
+func newLeaf(owner string, m *Member, ttl uint32, al *planAlloc) leaf {
 	var buf [1]dns.RR
 	rrs := leafRRs(buf[:0], owner, m, ttl, al)
 	switch len(rrs) {
 	case 0:
 		return leaf{}
 	case 1:
-		return leaf{one: [1]dns.RR{rrs[0]}}
+		return leaf{One: [1]dns.RR{rrs[0]}}
 	}
 	r := &ring{rrs: append(make([]dns.RR, 0, 2*len(rrs)-1), rrs...)}
 	r.rrs = append(r.rrs, rrs[:len(rrs)-1]...)
-	return leaf{one: [1]dns.RR{r}}
+	return leaf{One: [1]dns.RR{r}}
 }
 
 // values is how many RRs the leaf answers.
 func (l *leaf) values() int {
-	if r, ok := l.one[0].(*ring); ok {
+	if r, ok := l.One[0].(*ring); ok {
 		return (len(r.rrs) + 1) / 2
 	}
-	if l.one[0] != nil {
+	if l.One[0] != nil {
 		return 1
 	}
 	return 0
 }
 
 // rrs returns the leaf's RRs in their written order, capped.
-func (l *leaf) rrs() []dns.RR { return l.rotation(0) }
+func (l *leaf) RRs() []dns.RR { return l.rotation(0) }
 
 // rotation returns the RRs starting at the i-th value, capped.
 func (l *leaf) rotation(i int) []dns.RR {
-	if r, ok := l.one[0].(*ring); ok {
+	if r, ok := l.One[0].(*ring); ok {
 		k := (len(r.rrs) + 1) / 2
 		return r.rrs[i : i+k : i+k]
 	}
-	if l.one[0] != nil {
-		return l.one[:]
+	if l.One[0] != nil {
+		return l.One[:]
 	}
 	return nil
 }
 
-// entry is what a name answers: one node per type it serves, from the name's one
+// Entry is what a name answers: one node per type it serves, from the name's one
 // record block or its blocks of one type each.
 //
 // A large configuration holds one per name: what only some names have is behind more,
 // which most leave nil.
-type entry struct {
-	a, aaaa, cname *node
+type Entry struct {
+	A, aaaa, cname *Node
 	more           *entryMore
-	set            *recordSet // the name's first block, whose Name is the owner (see name)
+	set            *RecordSet // the name's first block, whose Name is the owner (see name)
 }
 
 // entryMore is what a name with other types or aliases has beyond the others.
 type entryMore struct {
-	other   []*node   // every other type
-	aliased *sync.Map // *mnode -> *leaf: leaves of other names, named for this one; nil without aliases
+	other   []*Node   // every other type
+	aliased *sync.Map // *MemberNode -> *leaf: leaves of other names, named for this one; nil without aliases
 }
 
 // name is e's owner; "*.parent" for a wildcard, whose answers carry the query name.
-func (e *entry) name() string { return e.set.Name }
+func (e *Entry) name() string { return e.set.Name }
 
 // wild reports whether e's owner is a wildcard.
-func (e *entry) wild() bool { return strings.HasPrefix(e.name(), "*.") }
+func (e *Entry) wild() bool { return strings.HasPrefix(e.name(), "*.") }
 
 // extra returns e's more, creating it.
-func (e *entry) extra() *entryMore {
+func (e *Entry) extra() *entryMore {
 	if e.more == nil {
 		e.more = &entryMore{}
 	}
 	return e.more
 }
 
-// node returns the node that answers qtype at e, nil for none.
-func (e *entry) node(qtype uint16) *node {
+// Node returns the node that answers qtype at e, nil for none.
+func (e *Entry) Node(qtype uint16) *Node {
 	switch qtype {
 	case dns.TypeA:
-		return e.a
+		return e.A
 	case dns.TypeAAAA:
 		return e.aaaa
 	case dns.TypeCNAME:
@@ -213,7 +213,7 @@ func (e *entry) node(qtype uint16) *node {
 	}
 	if e.more != nil {
 		for _, n := range e.more.other {
-			if n.qtype == qtype {
+			if n.QType == qtype {
 				return n
 			}
 		}
@@ -222,12 +222,12 @@ func (e *entry) node(qtype uint16) *node {
 }
 
 // nodes returns every node of e.
-func (e *entry) nodes() []*node {
-	var out, other []*node
+func (e *Entry) nodes() []*Node {
+	var out, other []*Node
 	if e.more != nil {
 		other = e.more.other
 	}
-	for _, n := range append([]*node{e.a, e.aaaa, e.cname}, other...) {
+	for _, n := range append([]*Node{e.A, e.aaaa, e.cname}, other...) {
 		if n != nil {
 			out = append(out, n)
 		}
@@ -239,33 +239,33 @@ func (e *entry) nodes() []*node {
 // e's record set (or e is a wildcard, whose answers are renamed anyway); else a copy
 // named for e, built on first use and kept, so queries after the first allocate
 // nothing and memory grows only with the (name, leaf) pairs actually answered.
-func (e *entry) leaf(p *plan, n *node, mn *mnode) *leaf {
-	if n.set.Name == e.name() || e.wild() {
+func (e *Entry) leaf(p *Plan, n *Node, mn *MemberNode) *leaf {
+	if n.Set.Name == e.name() || e.wild() {
 		return &mn.leaf
 	}
 	aliased := e.more.aliased // e reaches n through an alias
 	if l, ok := aliased.Load(mn); ok {
 		return l.(*leaf)
 	}
-	l := newLeaf(e.name(), mn.m, n.set.ttl(p.ttl), nil) // the target's TTL, as Route 53 answers aliases
+	l := newLeaf(e.name(), mn.M, n.Set.AnswerTTL(p.ttl), nil) // the target's TTL, as Route 53 answers aliases
 	v, _ := aliased.LoadOrStore(mn, &l)
 	return v.(*leaf)
 }
 
-// plan is the health-independent part of the routing tree.
-type plan struct {
+// Plan is the health-independent part of the routing tree.
+type Plan struct {
 	ttl    uint32
 	zones  []string
-	names  map[string]*entry   // exact owners
-	wild   map[string]*entry   // wildcard owners, keyed by the parent of "*."
+	Names  map[string]*Entry   // exact owners
+	wild   map[string]*Entry   // wildcard owners, keyed by the parent of "*."
 	exists map[string]bool     // wildcard owners and empty non-terminals: with names, every name that exists
 	soa    map[string][]dns.RR // by zone: the apex SOA answer
 	neg    map[string][]dns.RR // by zone: the SOA of negative answers (RFC 2308 TTL)
 	ns     map[string][]dns.RR // by zone: the apex NS answer; nil without `ns`
 	fall   fall.F              // names the next plugin may answer
-	nodes  []*node
-	checks []*health.Spec    // every check the records use, children included
-	cuts   map[string]*entry // delegations: names below a zone apex with NS records
+	Nodes  []*Node
+	Checks []*health.Spec    // every check the records use, children included
+	cuts   map[string]*Entry // delegations: names below a zone apex with NS records
 	// users[usersAt[i]:usersAt[i+1]] are the ids of the nodes with a member using
 	// checks[i].
 	users, usersAt []int32
@@ -275,25 +275,25 @@ type plan struct {
 	calcParents  [][]int32
 
 	regionIDs map[string]int // latency regions by name
-	regions   []region       // by id; Lat/Lon valid where hasCoords
+	regions   []Region       // by id; Lat/Lon valid where hasCoords
 	hasCoords []bool
 	needsLoc  bool    // some node ranks by the client's geoip location
 	az        *azPlan // the location lines; nil for none
 
 	// The answer series (numberSeries): every record set, in Corefile order; each
-	// member's answers_total series, the sets' members in order, from planSet.first on
+	// member's answers_total series, the sets' members in order, from PlanSet.first on
 	// (members are shared by record sets, shareMembers, so the series is not theirs);
 	// how many series of each kind there are.
-	sets         []planSet
-	memberSeries []int32
-	seriesCount  [2]int32
+	sets         []PlanSet
+	MemberSeries []int32
+	SeriesCount  [2]int32
 
-	al    *planAlloc              // while newPlan builds
-	setOf map[*recordSet]*planSet // while newPlan builds: sets by record set
+	Al    *planAlloc              // while newPlan builds
+	setOf map[*RecordSet]*PlanSet // while newPlan builds: sets by record set
 }
 
-// regionIDs numbers every region name the configuration knows.
-func regionIDs(cfg *routingConfig) map[string]int {
+// RegionIDs numbers every region name the configuration knows.
+func RegionIDs(cfg *Config) map[string]int {
 	ids := map[string]int{}
 	add := func(n string) {
 		if _, ok := ids[n]; !ok {
@@ -302,7 +302,7 @@ func regionIDs(cfg *routingConfig) map[string]int {
 	}
 	for _, rs := range cfg.Records {
 		for _, m := range rs.Members {
-			if rs.Policy == policyLatency {
+			if rs.Policy == PolicyLatency {
 				add(m.Region)
 			}
 		}
@@ -313,31 +313,31 @@ func regionIDs(cfg *routingConfig) map[string]int {
 	return ids
 }
 
-func newPlan(cfg *routingConfig) *plan {
-	p := &plan{ttl: cfg.TTL, zones: cfg.Zones, names: make(map[string]*entry, len(cfg.Records)), wild: map[string]*entry{},
+func newPlan(cfg *Config) *Plan {
+	p := &Plan{ttl: cfg.TTL, zones: cfg.Zones, Names: make(map[string]*Entry, len(cfg.Records)), wild: map[string]*Entry{},
 		exists: map[string]bool{}, soa: map[string][]dns.RR{}, neg: map[string][]dns.RR{}, ns: map[string][]dns.RR{},
-		fall: cfg.Fall, regionIDs: regionIDs(cfg), al: &planAlloc{ips: map[netip.Addr]net.IP{}}}
+		fall: cfg.Fall, regionIDs: RegionIDs(cfg), Al: &planAlloc{ips: map[netip.Addr]net.IP{}}}
 	p.az = newAZPlan(cfg)
-	p.regions = make([]region, len(p.regionIDs))
+	p.regions = make([]Region, len(p.regionIDs))
 	p.hasCoords = make([]bool, len(p.regionIDs))
 	for n, id := range p.regionIDs {
 		r, ok := cfg.Regions[n]
-		p.regions[id], p.hasCoords[id] = region{Name: n, Lat: r.Lat, Lon: r.Lon}, ok
+		p.regions[id], p.hasCoords[id] = Region{Name: n, Lat: r.Lat, Lon: r.Lon}, ok
 	}
 	p.numberSeries(cfg)
 	p.buildApex(cfg)
 	p.buildEntries(cfg)
 	p.collectChecks(cfg)
-	p.nodes = slices.Clone(p.nodes) // exactly as long as it is: the plan keeps it
+	p.Nodes = slices.Clone(p.Nodes) // exactly as long as it is: the plan keeps it
 	p.index()
-	p.al, p.setOf = nil, nil // built
+	p.Al, p.setOf = nil, nil // built
 	return p
 }
 
 // buildApex builds each zone's SOA, its negative-answer copy and its NS records.
-func (p *plan) buildApex(cfg *routingConfig) {
+func (p *Plan) buildApex(cfg *Config) {
 	for _, z := range cfg.Zones {
-		rr := soa(z, cfg.TTL, &cfg.SOA, cfg.NS)
+		rr := SOA(z, cfg.TTL, &cfg.SOA, cfg.NS)
 		p.soa[z] = []dns.RR{rr}
 		neg := dns.Copy(rr).(*dns.SOA)
 		neg.Hdr.Ttl = min(neg.Hdr.Ttl, neg.Minttl) // RFC 2308 section 3: the negative TTL
@@ -350,32 +350,32 @@ func (p *plan) buildApex(cfg *routingConfig) {
 
 // buildEntries builds one entry per owner name, holding a node per type its record sets
 // (and their aliases) answer, and marks the names that exist.
-func (p *plan) buildEntries(cfg *routingConfig) {
-	sets := make(map[string][]*recordSet, len(cfg.Records))
-	var qtypes types // every type the records hold
+func (p *Plan) buildEntries(cfg *Config) {
+	sets := make(map[string][]*RecordSet, len(cfg.Records))
+	var qtypes Types // every type the records hold
 	for _, rs := range cfg.Records {
 		sets[rs.Name] = append(sets[rs.Name], rs)
 		for _, m := range rs.Members {
-			if m.Kind != kindAlias {
-				qtypes = qtypes.with(m.Type)
+			if m.Kind != KindAlias {
+				qtypes = qtypes.With(m.Type)
 			}
 		}
 	}
-	memo := make(map[memoKey]*node, len(cfg.Records)) // one node per record group, shared by every entry
+	memo := make(map[memoKey]*Node, len(cfg.Records)) // one node per record group, shared by every entry
 	done := make(map[string]bool, len(cfg.Records))
 	for _, rs := range cfg.Records {
 		if done[rs.Name] {
 			continue // a name's second block: its entry holds every block
 		}
 		done[rs.Name] = true
-		e := p.al.entries.one()
+		e := p.Al.entries.One()
 		e.set = rs
 		for _, t := range qtypes {
 			n := p.buildName(rs.Name, t, sets, memo)
 			switch {
 			case n == nil:
 			case t == dns.TypeA:
-				e.a = n
+				e.A = n
 			case t == dns.TypeAAAA:
 				e.aaaa = n
 			case t == dns.TypeCNAME:
@@ -393,22 +393,22 @@ func (p *plan) buildEntries(cfg *routingConfig) {
 
 // placeEntry files e under its name (or its wildcard's parent) and marks its owner and
 // every ancestor below its zone as existing (empty non-terminals).
-func (p *plan) placeEntry(e *entry, zones []string) {
+func (p *Plan) placeEntry(e *Entry, zones []string) {
 	name := e.set.Name
 	if e.wild() {
 		p.wild[name[2:]] = e
 	} else {
-		p.names[name] = e
-		if e.node(dns.TypeNS) != nil {
+		p.Names[name] = e
+		if e.Node(dns.TypeNS) != nil {
 			if p.cuts == nil {
-				p.cuts = map[string]*entry{}
+				p.cuts = map[string]*Entry{}
 			}
 			p.cuts[name] = e
 		}
 	}
 	zone := plugin.Zones(zones).Matches(strings.TrimPrefix(name, "*."))
 	for n := name; ; {
-		if _, owner := p.names[n]; !owner { // names answers for exact owners
+		if _, owner := p.Names[n]; !owner { // names answers for exact owners
 			p.exists[n] = true
 		}
 		if n == zone || n == "." {
@@ -424,7 +424,7 @@ func (p *plan) placeEntry(e *entry, zones []string) {
 
 // collectChecks lists every check the records use, calculated checks' children
 // included, each once.
-func (p *plan) collectChecks(cfg *routingConfig) {
+func (p *Plan) collectChecks(cfg *Config) {
 	seen := map[*health.Spec]bool{}
 	for _, rs := range cfg.Records {
 		for _, m := range rs.Members {
@@ -432,7 +432,7 @@ func (p *plan) collectChecks(cfg *routingConfig) {
 				for _, s := range health.Flatten([]*health.Spec{m.Check}) {
 					if !seen[s] {
 						seen[s] = true
-						p.checks = append(p.checks, s)
+						p.Checks = append(p.Checks, s)
 					}
 				}
 			}
@@ -443,16 +443,16 @@ func (p *plan) collectChecks(cfg *routingConfig) {
 // index prepares compiles that evaluate only what a health change reaches: each
 // member's check ordinal, the nodes that use each check, and each node's parents
 // through aliases.
-func (p *plan) index() {
-	ord := make(map[*health.Spec]int32, len(p.checks))
-	p.byFP, p.byName = make(map[string][]int32, len(p.checks)), make(map[string][]int32, len(p.checks))
-	for i, s := range p.checks {
+func (p *Plan) index() {
+	ord := make(map[*health.Spec]int32, len(p.Checks))
+	p.byFP, p.byName = make(map[string][]int32, len(p.Checks)), make(map[string][]int32, len(p.Checks))
+	for i, s := range p.Checks {
 		ord[s] = int32(i)
 		p.byFP[s.Fingerprint()] = append(p.byFP[s.Fingerprint()], int32(i))
 		p.byName[s.Name] = append(p.byName[s.Name], int32(i))
 	}
-	p.calcParents = make([][]int32, len(p.checks))
-	for i, s := range p.checks {
+	p.calcParents = make([][]int32, len(p.Checks))
+	for i, s := range p.Checks {
 		for _, c := range s.Children {
 			if ci, ok := ord[c]; ok && !slices.Contains(p.calcParents[ci], int32(i)) {
 				p.calcParents[ci] = append(p.calcParents[ci], int32(i))
@@ -461,37 +461,37 @@ func (p *plan) index() {
 	}
 	// Count each check's users, then fill them in, into one array of exactly
 	// their number: a large configuration has a user per checked member.
-	p.usersAt = make([]int32, len(p.checks)+1)
-	last := make([]int32, len(p.checks)) // the last node counted for each check, +1
-	for _, n := range p.nodes {
-		for i := range n.members {
-			mn := &n.members[i]
+	p.usersAt = make([]int32, len(p.Checks)+1)
+	last := make([]int32, len(p.Checks)) // the last node counted for each check, +1
+	for _, n := range p.Nodes {
+		for i := range n.Members {
+			mn := &n.Members[i]
 			mn.check = -1
-			if mn.m.Check != nil {
-				mn.check = ord[mn.m.Check]
-				if last[mn.check] != n.id+1 { // the node's members come together
-					last[mn.check] = n.id + 1
+			if mn.M.Check != nil {
+				mn.check = ord[mn.M.Check]
+				if last[mn.check] != n.ID+1 { // the node's members come together
+					last[mn.check] = n.ID + 1
 					p.usersAt[mn.check+1]++
 				}
 			}
-			if c := mn.child; c != nil {
+			if c := mn.Child; c != nil {
 				if up := c.up(); len(up) == 0 || up[len(up)-1] != n {
 					c.link().up = append(up, n)
 				}
 			}
 		}
 	}
-	for i := range p.checks {
+	for i := range p.Checks {
 		p.usersAt[i+1] += p.usersAt[i]
 	}
-	p.users = make([]int32, p.usersAt[len(p.checks)])
-	next := slices.Clone(p.usersAt[:len(p.checks)])
+	p.users = make([]int32, p.usersAt[len(p.Checks)])
+	next := slices.Clone(p.usersAt[:len(p.Checks)])
 	clear(last)
-	for _, n := range p.nodes {
-		for _, mn := range n.members {
-			if mn.check >= 0 && last[mn.check] != n.id+1 {
-				last[mn.check] = n.id + 1
-				p.users[next[mn.check]] = n.id
+	for _, n := range p.Nodes {
+		for _, mn := range n.Members {
+			if mn.check >= 0 && last[mn.check] != n.ID+1 {
+				last[mn.check] = n.ID + 1
+				p.users[next[mn.check]] = n.ID
 				next[mn.check]++
 			}
 		}
@@ -499,16 +499,16 @@ func (p *plan) index() {
 }
 
 // usersOf returns the ids of the nodes with a member using checks[i].
-func (p *plan) usersOf(i int32) []int32 { return p.users[p.usersAt[i]:p.usersAt[i+1]] }
+func (p *Plan) usersOf(i int32) []int32 { return p.users[p.usersAt[i]:p.usersAt[i+1]] }
 
 // hasAlias reports whether any of nodes has an alias member.
-func hasAlias(nodes ...*node) bool {
+func hasAlias(nodes ...*Node) bool {
 	for _, n := range nodes {
 		if n == nil {
 			continue
 		}
-		for _, mn := range n.members {
-			if mn.child != nil {
+		for _, mn := range n.Members {
+			if mn.Child != nil {
 				return true
 			}
 		}
@@ -517,12 +517,12 @@ func hasAlias(nodes ...*node) bool {
 }
 
 type memoKey struct {
-	set   *recordSet
+	set   *RecordSet
 	qtype uint16
 }
 
 // buildName returns the node of the block at name that serves qtype, nil for none.
-func (p *plan) buildName(name string, qtype uint16, sets map[string][]*recordSet, memo map[memoKey]*node) *node {
+func (p *Plan) buildName(name string, qtype uint16, sets map[string][]*RecordSet, memo map[memoKey]*Node) *Node {
 	for _, rs := range sets[name] {
 		if n := p.build(rs, qtype, sets, memo); n != nil {
 			return n // validate saw to it that one block serves each type
@@ -533,19 +533,19 @@ func (p *plan) buildName(name string, qtype uint16, sets map[string][]*recordSet
 
 // build returns the node for rs's members of qtype, or nil when rs serves no such
 // records. Each group is built once: memo holds every node built so far.
-func (p *plan) build(rs *recordSet, qtype uint16, sets map[string][]*recordSet, memo map[memoKey]*node) *node {
+func (p *Plan) build(rs *RecordSet, qtype uint16, sets map[string][]*RecordSet, memo map[memoKey]*Node) *Node {
 	key := memoKey{rs, qtype}
 	if n, ok := memo[key]; ok {
 		return n
 	}
-	n := node{set: p.setOf[rs], qtype: qtype} // to the plan's array once it has members
-	if rs.Policy == policyIPBased {
-		n.link().ip = &prefixIndex[int32]{}
+	n := Node{Set: p.setOf[rs], QType: qtype} // to the plan's array once it has members
+	if rs.Policy == PolicyIPBased {
+		n.link().ip = &PrefixIndex[int32]{}
 	}
-	n.dynHealth = rs.Policy == policyGeolocation || rs.Policy == policyIPBased || rs.Policy == policyAZAffinity
+	n.DynHealth = rs.Policy == PolicyGeolocation || rs.Policy == PolicyIPBased || rs.Policy == PolicyAZAffinity
 	size := 0 // at most this many members: allocate them once
 	for _, m := range rs.Members {
-		if m.Kind == kindAlias || m.Type == qtype {
+		if m.Kind == KindAlias || m.Type == qtype {
 			size++
 		}
 	}
@@ -553,83 +553,83 @@ func (p *plan) build(rs *recordSet, qtype uint16, sets map[string][]*recordSet, 
 		memo[key] = nil
 		return nil
 	}
-	n.members = p.al.mnodes.take(size)[:0]
+	n.Members = p.Al.mnodes.Take(size)[:0]
 	p.buildMembers(&n, rs, qtype, sets, memo)
-	if len(n.members) == 0 {
+	if len(n.Members) == 0 {
 		memo[key] = nil
 		return nil
 	}
 	switch rs.Policy {
-	case policyGeoproximity:
+	case PolicyGeoproximity:
 		n.byLoc = true
-	case policyGeolocation: // a default alone applies to every client
-		for _, mn := range n.members {
-			n.byLoc = n.byLoc || !mn.m.Default
+	case PolicyGeolocation: // a default alone applies to every client
+		for _, mn := range n.Members {
+			n.byLoc = n.byLoc || !mn.M.Default
 		}
-	case policyLatency: // the client's coordinates matter only if a region has some
-		for _, mn := range n.members {
+	case PolicyLatency: // the client's coordinates matter only if a region has some
+		for _, mn := range n.Members {
 			n.byLoc = n.byLoc || p.hasCoords[mn.region]
 		}
 	}
-	p.needsLoc = p.needsLoc || n.byLoc || rs.Policy == policyGeolocation
-	n.id = int32(len(p.nodes))
-	np := p.al.nodes.one()
+	p.needsLoc = p.needsLoc || n.byLoc || rs.Policy == PolicyGeolocation
+	n.ID = int32(len(p.Nodes))
+	np := p.Al.nodes.One()
 	*np = n
-	p.nodes = append(p.nodes, np)
+	p.Nodes = append(p.Nodes, np)
 	memo[key] = np
 	return np
 }
 
 // buildMembers adds rs's members that answer qtype to n: leaves for its own values,
 // and for each alias the node of its target, built first.
-func (p *plan) buildMembers(n *node, rs *recordSet, qtype uint16, sets map[string][]*recordSet, memo map[memoKey]*node) {
+func (p *Plan) buildMembers(n *Node, rs *RecordSet, qtype uint16, sets map[string][]*RecordSet, memo map[memoKey]*Node) {
 	for j, m := range rs.Members {
-		var mn mnode
+		var mn MemberNode
 		switch {
-		case m.Kind == kindAlias:
-			if (m.Type != 0 && m.Type != qtype) || !aliasTypes[qtype] {
+		case m.Kind == KindAlias:
+			if (m.Type != 0 && m.Type != qtype) || !AliasTypes[qtype] {
 				continue // a typed alias answers its type only; no alias answers NS or DS
 			}
 			child := p.buildName(m.Target, qtype, sets, memo)
 			if child == nil {
 				continue
 			}
-			mn = mnode{m: m, child: child}
-			n.dynHealth = n.dynHealth || (m.ETH && child.dynHealth)
-			if m.ETH && child.dynHealth && !slices.Contains(n.healthKids(), child) {
+			mn = MemberNode{M: m, Child: child}
+			n.DynHealth = n.DynHealth || (m.ETH && child.DynHealth)
+			if m.ETH && child.DynHealth && !slices.Contains(n.healthKids(), child) {
 				n.link().healthKids = append(n.healthKids(), child)
 			}
 		case m.Type == qtype:
-			mn = mnode{m: m, leaf: newLeaf(rs.Name, m, rs.ttl(p.ttl), p.al)}
+			mn = MemberNode{M: m, leaf: newLeaf(rs.Name, m, rs.AnswerTTL(p.ttl), p.Al)}
 		default:
 			continue
 		}
-		mn.series = p.memberSeries[n.set.first+int32(j)]
-		i := int32(len(n.members))
-		if rs.Policy == policyIPBased {
+		mn.Series = p.MemberSeries[n.Set.first+int32(j)]
+		i := int32(len(n.Members))
+		if rs.Policy == PolicyIPBased {
 			if m.Default {
 				n.links.ipDefault = i
 			}
 			for _, b := range m.CIDRs {
-				n.links.ip.add(b, i)
+				n.links.ip.Add(b, i)
 			}
 		}
-		if rs.Policy == policyLatency {
+		if rs.Policy == PolicyLatency {
 			mn.region = int32(p.regionIDs[m.Region])
 		}
-		n.members = append(n.members, mn)
+		n.Members = append(n.Members, mn)
 	}
 }
 
 // leafRRs appends m's RRs, named owner, to rrs.
-func leafRRs(rrs []dns.RR, owner string, m *member, ttl uint32, al *planAlloc) []dns.RR {
+func leafRRs(rrs []dns.RR, owner string, m *Member, ttl uint32, al *planAlloc) []dns.RR {
 	hdr := func(t uint16) dns.RR_Header {
 		return dns.RR_Header{Name: owner, Rrtype: t, Class: dns.ClassINET, Ttl: ttl}
 	}
 	switch m.Kind {
-	case kindA, kindAAAA:
+	case KindA, KindAAAA:
 		for _, a := range m.Addrs {
-			if m.Kind == kindA {
+			if m.Kind == KindA {
 				rr := al.newA()
 				*rr = dns.A{Hdr: hdr(dns.TypeA), A: al.ip(a)}
 				rrs = append(rrs, rr)
@@ -639,9 +639,9 @@ func leafRRs(rrs []dns.RR, owner string, m *member, ttl uint32, al *planAlloc) [
 				rrs = append(rrs, rr)
 			}
 		}
-	case kindCNAME:
+	case KindCNAME:
 		rrs = append(rrs, &dns.CNAME{Hdr: hdr(dns.TypeCNAME), Target: m.Target})
-	case kindRR:
+	case KindRR:
 		for _, v := range m.RRs {
 			rr := dns.Copy(v)
 			*rr.Header() = hdr(v.Header().Rrtype)
@@ -653,7 +653,7 @@ func leafRRs(rrs []dns.RR, owner string, m *member, ttl uint32, al *planAlloc) [
 
 // soa builds the zone's SOA record from the `soa` property; an unset MNAME is the
 // first `ns` name, else the zone itself, and an unset RNAME hostmaster.<zone>.
-func soa(zone string, ttl uint32, c *soaConfig, ns []string) dns.RR {
+func SOA(zone string, ttl uint32, c *SOAConfig, ns []string) dns.RR {
 	mname, rname := c.Mname, c.Rname
 	switch {
 	case mname != "":

@@ -1,4 +1,4 @@
-package healthroute
+package routing
 
 import (
 	"strings"
@@ -11,14 +11,14 @@ import (
 
 // Checks returns the block's checks as the current table judges them (with the
 // operator overrides), in no order. Probe details and fleet decisions are the
-// handler's to add: the resolver knows only snapshots.
-func (r *resolver) Checks() []view.Check {
-	t := r.table.Load()
+// handler's to add: the Resolver knows only snapshots.
+func (r *Resolver) Checks() []view.Check {
+	t := r.Table.Load()
 	out := make([]view.Check, 0, len(r.cfg.Checks))
 	for name, spec := range r.cfg.Checks {
-		v := view.Check{Name: name, Type: spec.Type.String(), Target: spec.Target, Healthy: t.healthy(spec),
-			Invert: spec.Invert, Disabled: spec.Disabled, Seen: t.snap.Seen(spec)}
-		if o, ok := t.over[name]; ok && spec.Type != health.Control { // a control's state is its switch, not an override
+		v := view.Check{Name: name, Type: spec.Type.String(), Target: spec.Target, Healthy: t.Healthy(spec),
+			Invert: spec.Invert, Disabled: spec.Disabled, Seen: t.Snap.Seen(spec)}
+		if o, ok := t.Over[name]; ok && spec.Type != health.Control { // a control's state is its switch, not an override
 			v.Override = &o
 		}
 		for _, c := range spec.Children {
@@ -30,7 +30,7 @@ func (r *resolver) Checks() []view.Check {
 			v.Interval = spec.Interval.String()
 		}
 		if spec.Probed() {
-			ok := !t.snap.Status(spec.Fingerprint()).Down
+			ok := !t.Snap.Status(spec.Fingerprint()).Down
 			v.Probed = &ok
 		}
 		out = append(out, v)
@@ -40,8 +40,8 @@ func (r *resolver) Checks() []view.Check {
 
 // Ready reports whether every check has a first result in the current snapshot
 // (disabled checks need none, calculated ones need their children's).
-func (r *resolver) Ready() bool {
-	snap := r.table.Load().snap
+func (r *Resolver) Ready() bool {
+	snap := r.Table.Load().Snap
 	for _, s := range r.cfg.Checks {
 		if !snap.Seen(s) {
 			return false
@@ -52,32 +52,32 @@ func (r *resolver) Ready() bool {
 
 // Records returns every record group as reached from its own name, with its
 // members' health in the current table, in Corefile order.
-func (r *resolver) Records() []view.Record {
+func (r *Resolver) Records() []view.Record {
 	var out []view.Record
-	t := r.table.Load()
+	t := r.Table.Load()
 	for _, rs := range r.cfg.Records {
-		e := t.plan.names[rs.Name]
+		e := t.Plan.Names[rs.Name]
 		if e == nil {
-			e = t.plan.wild[strings.TrimPrefix(rs.Name, "*.")]
+			e = t.Plan.wild[strings.TrimPrefix(rs.Name, "*.")]
 		}
 		for _, n := range e.nodes() {
-			if n.set.recordSet != rs {
+			if n.Set.RecordSet != rs {
 				continue // another block at the name
 			}
-			st := t.state(n.id)
-			v := view.Record{Name: rs.Name, Type: dns.TypeToString[n.qtype], Policy: rs.Policy.String(), API: rs.API}
-			if !n.dynHealth {
+			st := t.State(n.ID)
+			v := view.Record{Name: rs.Name, Type: dns.TypeToString[n.QType], Policy: rs.Policy.String(), API: rs.API}
+			if !n.DynHealth {
 				hv := st.healthy
-				v.Healthy, v.LastResort = &hv, st.failOpen
+				v.Healthy, v.LastResort = &hv, st.FailOpen
 			}
-			for i := range n.members {
-				mn := &n.members[i]
-				mv := view.Member{ID: mn.m.ID, Key: policyKey(mn.m, rs.Policy), Target: target(mn), Healthy: st.ok[i], ETH: mn.m.ETH}
-				if mn.child != nil {
-					mv.Alias = mn.m.Target
+			for i := range n.Members {
+				mn := &n.Members[i]
+				mv := view.Member{ID: mn.M.ID, Key: policyKey(mn.M, rs.Policy), Target: target(mn), Healthy: st.OK[i], ETH: mn.M.ETH}
+				if mn.Child != nil {
+					mv.Alias = mn.M.Target
 				}
-				if mn.m.Check != nil {
-					mv.Check = mn.m.Check.Name
+				if mn.M.Check != nil {
+					mv.Check = mn.M.Check.Name
 				}
 				v.Members = append(v.Members, mv)
 			}

@@ -1,4 +1,4 @@
-package healthroute
+package routing
 
 import (
 	_ "embed"
@@ -10,12 +10,12 @@ import (
 //go:embed continents.txt
 var continentData string
 
-// continentOf maps an ISO 3166-1 country code to its continent code; loaded from
+// ContinentOf maps an ISO 3166-1 country code to its continent code; loaded from
 // continents.txt, so the mapping is data that can be corrected without code changes.
-var continentOf = mustContinents(continentData)
+var ContinentOf = mustContinents(continentData)
 
 // continents is the set of continent codes a geolocation record may name.
-var continents = map[string]bool{"AF": true, "AN": true, "AS": true, "EU": true, "NA": true, "OC": true, "SA": true}
+var Continents = map[string]bool{"AF": true, "AN": true, "AS": true, "EU": true, "NA": true, "OC": true, "SA": true}
 
 func mustContinents(data string) map[string]string {
 	m, err := parseContinents(data)
@@ -33,7 +33,7 @@ func parseContinents(data string) (map[string]string, error) {
 			continue
 		}
 		cont, countries, ok := strings.Cut(line, ":")
-		if !ok || !continents[cont] {
+		if !ok || !Continents[cont] {
 			return nil, fmt.Errorf("continents.txt:%d: expected CONTINENT: COUNTRY...", i+1)
 		}
 		for _, c := range strings.Fields(countries) {
@@ -46,9 +46,9 @@ func parseContinents(data string) (map[string]string, error) {
 	return m, nil
 }
 
-// clientLocation is what is known of where a client is: from the geoip plugin's metadata.
+// ClientLocation is what is known of where a client is: from the geoip plugin's metadata.
 // The zero value is an unknown location.
-type clientLocation struct {
+type ClientLocation struct {
 	Country      string // ISO 3166-1 alpha-2, upper case
 	Continent    string // AF, AN, AS, EU, NA, OC, SA
 	Subdivisions string // ISO 3166-2 subdivision codes without the country, comma-separated
@@ -57,15 +57,15 @@ type clientLocation struct {
 }
 
 // continent returns the client's continent: the geoip value, else the mapping's.
-func (l *clientLocation) continent() string {
+func (l *ClientLocation) continent() string {
 	if l.Continent != "" {
 		return l.Continent
 	}
-	return continentOf[l.Country]
+	return ContinentOf[l.Country]
 }
 
 // inSubdivision reports whether the client is in subdivision code (e.g. "CA" of US).
-func (l *clientLocation) inSubdivision(code string) bool {
+func (l *ClientLocation) inSubdivision(code string) bool {
 	for s := l.Subdivisions; s != ""; {
 		var cur string
 		cur, s, _ = strings.Cut(s, ",")
@@ -97,5 +97,5 @@ func biased(d float64, bias int) float64 {
 	return d / (1 + float64(bias)/100)
 }
 
-// truncate2 truncates a coordinate to two decimal places, as Route 53 does.
-func truncate2(x float64) float64 { return math.Trunc(x*100) / 100 }
+// Truncate2 truncates a coordinate to two decimal places, as Route 53 does.
+func Truncate2(x float64) float64 { return math.Trunc(x*100) / 100 }

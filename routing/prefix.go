@@ -1,16 +1,16 @@
-package healthroute
+package routing
 
 import (
 	"net/netip"
 	"slices"
 )
 
-// prefixIndex maps prefixes to values and finds, for a client prefix, the longest
+// PrefixIndex maps prefixes to values and finds, for a client prefix, the longest
 // stored prefix that contains it and is no longer than it (docs/routing.md#ip: a /48
 // block does not match a /32 query). A lookup costs one map probe per distinct
 // stored length (at most 33 or 129), whatever the number of prefixes, and does not
 // allocate.
-type prefixIndex[V any] struct {
+type PrefixIndex[V any] struct {
 	m     map[netip.Prefix]V
 	lens4 []int // distinct IPv4 lengths, longest first
 	lens6 []int
@@ -20,7 +20,7 @@ type prefixIndex[V any] struct {
 
 // add stores v under p (masked); a later add of the same prefix replaces it and
 // reports false.
-func (x *prefixIndex[V]) add(p netip.Prefix, v V) bool {
+func (x *PrefixIndex[V]) Add(p netip.Prefix, v V) bool {
 	if x.m == nil {
 		x.m = map[netip.Prefix]V{}
 	}
@@ -42,7 +42,7 @@ func (x *prefixIndex[V]) add(p netip.Prefix, v V) bool {
 }
 
 // lookup returns the value of the longest stored prefix containing client.
-func (x *prefixIndex[V]) lookup(client netip.Prefix) (v V, ok bool) {
+func (x *PrefixIndex[V]) Lookup(client netip.Prefix) (v V, ok bool) {
 	if len(x.m) == 0 || !client.IsValid() {
 		return v, false
 	}
@@ -68,7 +68,7 @@ func (x *prefixIndex[V]) lookup(client netip.Prefix) (v V, ok bool) {
 
 // scope returns the ECS scope of a lookup for client: the prefix length within
 // which every address finds the same stored prefix (see scopeTrie.scope).
-func (x *prefixIndex[V]) scope(client netip.Prefix) uint8 {
+func (x *PrefixIndex[V]) Scope(client netip.Prefix) uint8 {
 	if !client.IsValid() {
 		return 0
 	}
@@ -79,4 +79,4 @@ func (x *prefixIndex[V]) scope(client netip.Prefix) uint8 {
 }
 
 // len returns the number of stored prefixes.
-func (x *prefixIndex[V]) len() int { return len(x.m) }
+func (x *PrefixIndex[V]) Len() int { return len(x.m) }

@@ -1,8 +1,8 @@
-package healthroute
+package routing
 
 import "net/netip"
 
-// scopeTrie is a binary trie of the prefixes of a prefixIndex, for ECS scopes
+// scopeTrie is a binary trie of the prefixes of a PrefixIndex, for ECS scopes
 // (RFC 7871 section 7.2.1): the shortest prefix of a client's address within which
 // every address gets the same answer. Node 0 is the root (the empty prefix).
 type scopeTrie struct {

@@ -1,4 +1,4 @@
-package healthroute
+package routing
 
 import (
 	"fmt"
@@ -12,50 +12,50 @@ import (
 	"github.com/healthroute/healthroute/health"
 )
 
-// policy is a record set's routing policy.
-type policy uint8
+// Policy is a record set's routing policy.
+type Policy uint8
 
 // The routing policies; the names are the Corefile spellings.
 const (
-	policySimple policy = iota + 1
-	policyWeighted
-	policyLatency
-	policyFailover
-	policyGeolocation
-	policyGeoproximity
-	policyMultivalue
-	policyIPBased
-	policyAZAffinity
+	PolicySimple Policy = iota + 1
+	PolicyWeighted
+	PolicyLatency
+	PolicyFailover
+	PolicyGeolocation
+	PolicyGeoproximity
+	PolicyMultivalue
+	PolicyIPBased
+	PolicyAZAffinity
 )
 
-var policyNames = [...]string{policySimple: "simple", policyWeighted: "weighted", policyLatency: "latency", policyFailover: "failover",
-	policyGeolocation: "geolocation", policyGeoproximity: "geoproximity", policyMultivalue: "multivalue", policyIPBased: "ip",
-	policyAZAffinity: "azaffinity"}
+var PolicyNames = [...]string{PolicySimple: "simple", PolicyWeighted: "weighted", PolicyLatency: "latency", PolicyFailover: "failover",
+	PolicyGeolocation: "geolocation", PolicyGeoproximity: "geoproximity", PolicyMultivalue: "multivalue", PolicyIPBased: "ip",
+	PolicyAZAffinity: "azaffinity"}
 
 // String returns the policy's Corefile spelling.
-func (p policy) String() string {
-	if int(p) < len(policyNames) {
-		return policyNames[p]
+func (p Policy) String() string {
+	if int(p) < len(PolicyNames) {
+		return PolicyNames[p]
 	}
 	return fmt.Sprintf("policy(%d)", uint8(p))
 }
 
-// kind is what a member's target is.
-type kind uint8
+// Kind is what a member's target is.
+type Kind uint8
 
 // Member target kinds.
 const (
-	kindA kind = iota + 1
-	kindAAAA
-	kindCNAME
-	kindAlias
-	kindRR // any other type: Member.Type and Member.RRs
+	KindA Kind = iota + 1
+	KindAAAA
+	KindCNAME
+	KindAlias
+	KindRR // any other type: Member.Type and Member.RRs
 )
 
-var kindNames = [...]string{kindA: "A", kindAAAA: "AAAA", kindCNAME: "CNAME", kindAlias: "alias", kindRR: "RR"}
+var kindNames = [...]string{KindA: "A", KindAAAA: "AAAA", KindCNAME: "CNAME", KindAlias: "alias", KindRR: "RR"}
 
 // String returns the kind as a Corefile target is written ("A", "alias", ...).
-func (k kind) String() string {
+func (k Kind) String() string {
 	if int(k) < len(kindNames) && kindNames[k] != "" {
 		return kindNames[k]
 	}
@@ -63,177 +63,177 @@ func (k kind) String() string {
 }
 
 // maxWeighted is how many members one weighted group may have, as on Route 53.
-const maxWeighted = 100
+const MaxWeighted = 100
 
-// role is a failover member's role.
-type role uint8
+// Role is a failover member's role.
+type Role uint8
 
 // Failover roles.
 const (
-	rolePrimary role = iota + 1
-	roleSecondary
+	RolePrimary Role = iota + 1
+	RoleSecondary
 )
 
-// geoScope is the size of a geolocation member's region; smaller wins.
-type geoScope uint8
+// GeoScope is the size of a geolocation member's region; smaller wins.
+type GeoScope uint8
 
 // Geolocation levels, smallest first.
 const (
-	geoSubdivision geoScope = iota
-	geoCountry
-	geoContinent
-	geoDefault
+	GeoSubdivision GeoScope = iota
+	GeoCountry
+	GeoContinent
+	GeoDefault
 )
 
-// routingConfig is what the routing engine reads of a block: its zones, their
+// Config is what the routing engine reads of a block: its zones, their
 // authority and every record set.
-type routingConfig struct {
+type Config struct {
 	Zones   []string
 	TTL     uint32
 	Fall    fall.F
-	Regions map[string]region
-	Records []*recordSet            // in Corefile order
+	Regions map[string]Region
+	Records []*RecordSet            // in Corefile order
 	Checks  map[string]*health.Spec // by name
-	SOA     soaConfig               // the zones' SOA fields
+	SOA     SOAConfig               // the zones' SOA fields
 	NS      []string                // the zones' apex NS names, normalized; nil: no apex NS
-	AZ      *azConfig               // location, client_location and az_location lines; nil: none
+	AZ      *AZConfig               // location, client_location and az_location lines; nil: none
 }
 
-// soaConfig is the `soa MNAME RNAME [SERIAL REFRESH RETRY EXPIRE MINIMUM]` property,
+// SOAConfig is the `soa MNAME RNAME [SERIAL REFRESH RETRY EXPIRE MINIMUM]` property,
 // with defaults filled in by parse.
-type soaConfig struct {
+type SOAConfig struct {
 	Mname, Rname                            string // "" for MNAME: the first ns, else the zone
 	Serial, Refresh, Retry, Expire, Minimum uint32
 }
 
-// region is a named place, for latency and geoproximity.
-type region struct {
+// Region is a named place, for latency and geoproximity.
+type Region struct {
 	Name     string
 	Lat, Lon float64
 }
 
-// recordSet is one `record NAME POLICY { ... }` block: every member, of every type.
-type recordSet struct {
+// RecordSet is one `record NAME POLICY { ... }` block: every member, of every type.
+type RecordSet struct {
 	Name    string // normalized, may start with "*."
-	Members []*member
+	Members []*Member
 	TTL     uint32 // the `ttl` line: the TTL of the non-alias members' answers
-	Policy  policy
+	Policy  Policy
 	HasTTL  bool // a `ttl` line was given; else the block's ttl applies
 	API     bool // made through the Route 53-compatible API (route53_api), not the Corefile
 }
 
-// member is one line of a record block: the policy key, the target and the options.
+// Member is one line of a record block: the policy key, the target and the options.
 // Fields are ordered by size, one-byte fields last, so that the struct packs without
 // padding: a large configuration holds one per member.
-type member struct {
+type Member struct {
 	Check *health.Spec // nil: no health check (always healthy)
 	ID    string       // set identifier
 
 	// Ref is the member's target, never nil once parsed. Members with the same
 	// addresses or target name share one: read-only.
-	*ref
+	*Ref
 
 	// Place holds the keys of the policies that place members (latency,
 	// geolocation, geoproximity, ip, azaffinity); nil for the others, whose members then do
 	// not carry them. Its fields are read only in a placing policy's code.
-	*place
+	*Place
 
 	Type    uint16 // the target's RR type; for an alias the one type it answers, 0 for every type of its target
-	Kind    kind   // what the target is
+	Kind    Kind   // what the target is
 	ETH     bool   // evaluate target health (alias only)
 	Weight  uint8  // weighted
-	Role    role   // failover
+	Role    Role   // failover
 	Default bool   // ip and geolocation: the default member
 }
 
-// ref is a member's target: the field its Kind reads.
-type ref struct {
+// Ref is a member's target: the field its Kind reads.
+type Ref struct {
 	Addrs  []netip.Addr // A and AAAA targets
 	Target string       // CNAME or alias target name, normalized
 	RRs    []dns.RR     // other types: the values, named for the record set, TTL 0
 }
 
-// place is a member's key in a policy that places members.
-type place struct {
+// Place is a member's key in a policy that places members.
+type Place struct {
 	Region   string         // latency; geoproximity when it names a region
 	GeoCode  string         // geolocation: "EU", "DE", "US-CA" ("" for default)
 	CIDRs    []netip.Prefix // ip
 	Lat, Lon float64        // geoproximity, truncated to two decimals
-	Geo      geoScope       // geolocation
+	Geo      GeoScope       // geolocation
 	Coords   bool           // geoproximity: Lat/Lon set (by coordinates or from the region)
 	Bias     int8           // geoproximity, -99..99
 	AZID     string         // azaffinity: the location's ID ("" for global)
-	AZLevel  azLevel        // azaffinity: the location type
+	AZLevel  AZLevel        // azaffinity: the location type
 }
 
 // ttl is the TTL of rs's non-alias answers: its `ttl` line, else def.
-func (rs *recordSet) ttl(def uint32) uint32 {
+func (rs *RecordSet) AnswerTTL(def uint32) uint32 {
 	if rs.HasTTL {
 		return rs.TTL
 	}
 	return def
 }
 
-// typeName is the member's target type as written in a Corefile ("alias" for an
+// TypeName is the member's target type as written in a Corefile ("alias" for an
 // alias).
-func (m *member) typeName() string {
-	if m.Kind == kindAlias {
+func (m *Member) TypeName() string {
+	if m.Kind == KindAlias {
 		return "alias"
 	}
 	return dns.TypeToString[m.Type]
 }
 
-// roleName is a failover role as a Corefile writes it.
-func roleName(r role) string {
-	if r == rolePrimary {
+// RoleName is a failover role as a Corefile writes it.
+func RoleName(r Role) string {
+	if r == RolePrimary {
 		return "primary"
 	}
 	return "secondary"
 }
 
 // types is a small set of RR types, in the order first added.
-type types []uint16
+type Types []uint16
 
-func (k types) with(t uint16) types {
-	if k.has(t) {
+func (k Types) With(t uint16) Types {
+	if k.Has(t) {
 		return k
 	}
 	return append(k, t)
 }
 
-func (k types) has(t uint16) bool { return slices.Contains(k, t) }
+func (k Types) Has(t uint16) bool { return slices.Contains(k, t) }
 
-// aliasTypes are the types an alias may name, as Route 53's aliases have them.
-var aliasTypes = map[uint16]bool{
+// AliasTypes are the types an alias may name, as Route 53's aliases have them.
+var AliasTypes = map[uint16]bool{
 	dns.TypeA: true, dns.TypeAAAA: true, dns.TypeCNAME: true, dns.TypeMX: true, dns.TypeTXT: true,
 	dns.TypeSPF: true, dns.TypeSRV: true, dns.TypeCAA: true, dns.TypePTR: true, dns.TypeNAPTR: true,
 }
 
-// azConfig is what the block's location lines say.
-type azConfig struct {
-	server   *azKey             // `location`: the server's own location; nil: unknown
-	clients  []azClient         // `client_location` lines, in order
-	declared map[string]azChain // `az_location` lines, by AZ ID
+// AZConfig is what the block's location lines say.
+type AZConfig struct {
+	Server   *AZKey             // `location`: the server's own location; nil: unknown
+	Clients  []AZClient         // `client_location` lines, in order
+	Declared map[string]AZChain // `az_location` lines, by AZ ID
 }
 
-// azKey is a location as written: type and ID.
-type azKey struct {
-	level azLevel
-	id    string
+// AZKey is a location as written: type and ID.
+type AZKey struct {
+	Level AZLevel
+	ID    string
 }
 
-// azClient is a client_location line: clients in blocks are at key.
-type azClient struct {
-	key    azKey
-	blocks []netip.Prefix
+// AZClient is a client_location line: clients in blocks are at key.
+type AZClient struct {
+	Key    AZKey
+	Blocks []netip.Prefix
 }
 
 // chain returns the location (level, id) and every location containing it: from
 // the az_location lines, else derived from the names (see docs/az-affinity.md#names).
-func (az *azConfig) chain(level azLevel, id string) (azChain, error) {
-	var ch azChain
+func (az *AZConfig) Chain(level AZLevel, id string) (AZChain, error) {
+	var ch AZChain
 	if az != nil {
-		for _, d := range az.declared { // the az_location line that names it, at its level
+		for _, d := range az.Declared { // the az_location line that names it, at its level
 			if d[level-1] == id {
 				copy(ch[level-1:], d[level-1:])
 				return ch, nil
@@ -241,25 +241,25 @@ func (az *azConfig) chain(level azLevel, id string) (azChain, error) {
 		}
 	}
 	switch level {
-	case azZone:
+	case AZZone:
 		code, n, ok := strings.Cut(id, "-az")
 		region, known := regionOfCode(code)
 		if !ok || !digits(n) || !known {
 			return ch, fmt.Errorf("AZ ID '%s' does not name its region (expected such as use1-az1); state it with 'az_location %s ZONE_GROUP REGION PARTITION'", id, id)
 		}
-		ch = azChain{id, region + "-zg-1", region, partitionOf(region)}
-	case azZoneGroup:
+		ch = AZChain{id, region + "-zg-1", region, partitionOf(region)}
+	case AZZoneGroup:
 		i := strings.LastIndex(id, "-zg-")
 		if i <= 0 || !digits(id[i+4:]) || !isRegion(id[:i]) {
 			return ch, fmt.Errorf("zone group '%s' does not name its region (expected REGION-zg-N such as us-east-1-zg-1); state it in an az_location line", id)
 		}
 		ch[1], ch[2], ch[3] = id, id[:i], partitionOf(id[:i])
-	case azRegion:
+	case AZRegion:
 		if !isRegion(id) {
 			return ch, fmt.Errorf("region '%s' is not a region code (expected such as us-east-1); state it in an az_location line", id)
 		}
 		ch[2], ch[3] = id, partitionOf(id)
-	case azPartition:
+	case AZPartition:
 		if id != "aws" && !strings.HasPrefix(id, "aws-") {
 			return ch, fmt.Errorf("partition '%s' is not a partition (expected aws or aws-*); state it in an az_location line", id)
 		}

@@ -1,4 +1,4 @@
-package healthroute
+package routing
 
 import (
 	"bufio"
@@ -12,30 +12,30 @@ import (
 	"github.com/healthroute/healthroute/internal/watch"
 )
 
-// latencyTable holds measured latencies: for each client prefix, milliseconds per
+// LatencyTable holds measured latencies: for each client prefix, milliseconds per
 // region (indexed by the plan's region ids; unknown = math.MaxUint32). It is
 // immutable once built; a changed file builds a new one.
-type latencyTable struct {
-	rows prefixIndex[[]uint32]
+type LatencyTable struct {
+	Rows PrefixIndex[[]uint32]
 }
 
-const unknownLatency = math.MaxUint32
+const UnknownLatency = math.MaxUint32
 
-// maxLatencyMs is the largest table cell: in microseconds it stays below unknownLatency.
-const maxLatencyMs = unknownLatency / 1000
+// MaxLatencyMs is the largest table cell: in microseconds it stays below UnknownLatency.
+const MaxLatencyMs = UnknownLatency / 1000
 
-// loadLatencyTable reads a CSV of `client_cidr,region,milliseconds` lines (blank lines
+// LoadLatencyTable reads a CSV of `client_cidr,region,milliseconds` lines (blank lines
 // and lines starting with '#' skipped; an optional header line naming the columns).
 // Regions not in ids are ignored: no record uses them.
 // A file over limit bytes is refused, a regular file before it is read; the memory
 // of a big file's load that failed is returned to the system at once.
-func loadLatencyTable(path string, ids map[string]int, limit int64) (*latencyTable, error) {
+func LoadLatencyTable(path string, ids map[string]int, limit int64) (*LatencyTable, error) {
 	f, err := watch.Open(path, limit)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	t, err := readLatencyTable(f, path, ids)
+	t, err := ReadLatencyTable(f, path, ids)
 	if watch.IsTooLarge(err) {
 		err = &watch.TooLargeError{Path: path, Limit: limit}
 	}
@@ -45,8 +45,8 @@ func loadLatencyTable(path string, ids map[string]int, limit int64) (*latencyTab
 	return t, err
 }
 
-func readLatencyTable(r io.Reader, name string, ids map[string]int) (*latencyTable, error) {
-	t := &latencyTable{}
+func ReadLatencyTable(r io.Reader, name string, ids map[string]int) (*LatencyTable, error) {
+	t := &LatencyTable{}
 	rows := map[netip.Prefix][]uint32{}
 	sc := bufio.NewScanner(r)
 	for line := 1; sc.Scan(); line++ {
@@ -63,8 +63,8 @@ func readLatencyTable(r io.Reader, name string, ids map[string]int) (*latencyTab
 			return nil, fmt.Errorf("%s:%d: invalid client_cidr '%s'", name, line, f[0])
 		}
 		ms, err := strconv.ParseFloat(strings.TrimSpace(f[2]), 64)
-		if err != nil || !(ms >= 0 && ms <= maxLatencyMs) { // !(...) refuses NaN too
-			return nil, fmt.Errorf("%s:%d: invalid milliseconds '%s', expected a number from 0 to %d", name, line, f[2], maxLatencyMs)
+		if err != nil || !(ms >= 0 && ms <= MaxLatencyMs) { // !(...) refuses NaN too
+			return nil, fmt.Errorf("%s:%d: invalid milliseconds '%s', expected a number from 0 to %d", name, line, f[2], MaxLatencyMs)
 		}
 		id, ok := ids[strings.TrimSpace(f[1])]
 		if !ok {
@@ -75,7 +75,7 @@ func readLatencyTable(r io.Reader, name string, ids map[string]int) (*latencyTab
 		if row == nil {
 			row = make([]uint32, len(ids))
 			for i := range row {
-				row[i] = unknownLatency
+				row[i] = UnknownLatency
 			}
 			rows[p] = row
 		}
@@ -85,7 +85,7 @@ func readLatencyTable(r io.Reader, name string, ids map[string]int) (*latencyTab
 		return nil, fmt.Errorf("%s: %v", name, err)
 	}
 	for p, row := range rows {
-		t.rows.add(p, row)
+		t.Rows.Add(p, row)
 	}
 	return t, nil
 }

@@ -1,4 +1,4 @@
-package healthroute
+package routing
 
 import (
 	"net"
@@ -13,14 +13,14 @@ import (
 // shares one Ref for each list of them), check, set identifier, weight, role and
 // default flag. Members with a target name or a place are not shared.
 type memberKey struct {
-	target *ref
+	target *Ref
 	check  *health.Spec
 	id     string
 	typ    uint16
-	kind   kind
+	kind   Kind
 	eth    bool
 	weight uint8
-	role   role
+	role   Role
 	deflt  bool
 }
 
@@ -31,15 +31,15 @@ type memberKey struct {
 // told apart by its address: the answer series a member counts into are numbered by
 // record set (plan.memberSeries). Record sets whose lists of members are then alike share
 // the list too.
-func shareMembers(cfg *routingConfig) {
-	seen := map[memberKey]*member{}
-	lists := map[*member][]*member{} // the first list to start with each member
+func shareMembers(cfg *Config) {
+	seen := map[memberKey]*Member{}
+	lists := map[*Member][]*Member{} // the first list to start with each member
 	for _, rs := range cfg.Records {
 		for j, m := range rs.Members {
-			if m.place != nil || (m.Kind != kindA && m.Kind != kindAAAA) {
+			if m.Place != nil || (m.Kind != KindA && m.Kind != KindAAAA) {
 				continue
 			}
-			k := memberKey{target: m.ref, check: m.Check, id: m.ID,
+			k := memberKey{target: m.Ref, check: m.Check, id: m.ID,
 				typ: m.Type, kind: m.Kind, eth: m.ETH, weight: m.Weight, role: m.Role, deflt: m.Default}
 			if s, ok := seen[k]; ok {
 				rs.Members[j] = s
@@ -59,39 +59,39 @@ func shareMembers(cfg *routingConfig) {
 	}
 }
 
-// slab hands out values of T carved from arrays it allocates a chunk at a time, for
+// Slab hands out values of T carved from arrays it allocates a chunk at a time, for
 // the structs a large configuration holds one or a few of per name: each value then
 // costs its size, not the allocator's next size class, and a chunk is one allocation
 // instead of hundreds. The chunks grow with use, so a small configuration wastes at
 // most a few values. A chunk lives as long as any value carved from it: use it for
 // values that live and die together (one parse, one plan). Not safe for concurrent
 // use.
-type slab[T any] struct {
-	free []T // the rest of the current chunk
-	size int // the length of the next chunk
+type Slab[T any] struct {
+	Free []T // the rest of the current chunk
+	Size int // the length of the next chunk
 }
 
-// slabMin and slabMax bound a chunk's length: the first is small, each doubles the
-// last, up to slabMax values.
-const slabMin, slabMax = 8, 1024
+// slabMin and SlabMax bound a chunk's length: the first is small, each doubles the
+// last, up to SlabMax values.
+const slabMin, SlabMax = 8, 1024
 
 // one returns a zero value of T.
-func (s *slab[T]) one() *T {
-	return &s.take(1)[0]
+func (s *Slab[T]) One() *T {
+	return &s.Take(1)[0]
 }
 
 // take returns k zero values of T, in one array whose capacity is k: appending to it
 // copies rather than runs into its neighbours.
-func (s *slab[T]) take(k int) []T {
-	if k > len(s.free) {
-		if k > slabMax/8 {
+func (s *Slab[T]) Take(k int) []T {
+	if k > len(s.Free) {
+		if k > SlabMax/8 {
 			return make([]T, k) // its own array: a chunk would waste too much of itself
 		}
-		s.size = min(max(2*s.size, slabMin, k), slabMax)
-		s.free = make([]T, s.size) // the last chunk's rest, under k values, is wasted
+		s.Size = min(max(2*s.Size, slabMin, k), SlabMax)
+		s.Free = make([]T, s.Size) // the last chunk's rest, under k values, is wasted
 	}
-	v := s.free[:k:k]
-	s.free = s.free[k:]
+	v := s.Free[:k:k]
+	s.Free = s.Free[k:]
 	return v
 }
 
@@ -101,11 +101,11 @@ func (s *slab[T]) take(k int) []T {
 // read-only). Leaves built after the plan, the copies an aliasing name keeps, have
 // none (nil) and allocate their own.
 type planAlloc struct {
-	entries slab[entry]
-	nodes   slab[node]
-	mnodes  slab[mnode]
-	a       slab[dns.A]
-	aaaa    slab[dns.AAAA]
+	entries Slab[Entry]
+	nodes   Slab[Node]
+	mnodes  Slab[MemberNode]
+	a       Slab[dns.A]
+	aaaa    Slab[dns.AAAA]
 	ips     map[netip.Addr]net.IP
 }
 
@@ -127,7 +127,7 @@ func (al *planAlloc) newA() *dns.A {
 	if al == nil {
 		return new(dns.A)
 	}
-	return al.a.one()
+	return al.a.One()
 }
 
 // newAAAA returns a zero AAAA record, from the plan's array while it is built.
@@ -135,5 +135,5 @@ func (al *planAlloc) newAAAA() *dns.AAAA {
 	if al == nil {
 		return new(dns.AAAA)
 	}
-	return al.aaaa.one()
+	return al.aaaa.One()
 }

@@ -1,4 +1,4 @@
-package healthroute
+package routing
 
 import (
 	"fmt"
@@ -9,98 +9,98 @@ import (
 // first healthy member for its own location in that order, the most specific one
 // when all are unhealthy, and only a global member when its location is unknown.
 
-// azLevel is an azaffinity member's location type; a smaller one is more specific.
-type azLevel uint8
+// AZLevel is an azaffinity member's location type; a smaller one is more specific.
+type AZLevel uint8
 
 // Location types, most specific first.
 const (
-	azZone      azLevel = iota + 1 // an Availability Zone, by AZ ID (use1-az1)
-	azZoneGroup                    // a zone group (us-east-1-zg-1)
-	azRegion                       // a region (us-east-1)
-	azPartition                    // a partition (aws)
-	azGlobal                       // every query, its location known or not
+	AZZone      AZLevel = iota + 1 // an Availability Zone, by AZ ID (use1-az1)
+	AZZoneGroup                    // a zone group (us-east-1-zg-1)
+	AZRegion                       // a region (us-east-1)
+	AZPartition                    // a partition (aws)
+	AZGlobal                       // every query, its location known or not
 )
 
-var azLevelNames = [...]string{azZone: "az", azZoneGroup: "zone_group", azRegion: "region", azPartition: "partition", azGlobal: "global"}
+var AZLevelNames = [...]string{AZZone: "az", AZZoneGroup: "zone_group", AZRegion: "region", AZPartition: "partition", AZGlobal: "global"}
 
 // String returns the Corefile spelling of l.
-func (l azLevel) String() string {
-	if int(l) < len(azLevelNames) && azLevelNames[l] != "" {
-		return azLevelNames[l]
+func (l AZLevel) String() string {
+	if int(l) < len(AZLevelNames) && AZLevelNames[l] != "" {
+		return AZLevelNames[l]
 	}
 	return fmt.Sprintf("azlevel(%d)", uint8(l))
 }
 
-// azChain is a location and every location that contains it: AZ ID, zone group,
+// AZChain is a location and every location that contains it: AZ ID, zone group,
 // region and partition, by level-1; "" where the location is coarser than the level.
-type azChain [4]string
+type AZChain [4]string
 
 // contains reports whether the location c (a query's) lies in the member location
 // (level, id).
-func (c *azChain) contains(level azLevel, id string) bool {
-	return level == azGlobal || (level >= azZone && level <= azPartition && c[level-1] == id)
+func (c *AZChain) contains(level AZLevel, id string) bool {
+	return level == AZGlobal || (level >= AZZone && level <= AZPartition && c[level-1] == id)
 }
 
 // String is the most specific location of c, with its type.
-func (c *azChain) String() string {
+func (c *AZChain) String() string {
 	for i, id := range c {
 		if id != "" {
-			return azLevel(i+1).String() + " " + id
+			return AZLevel(i+1).String() + " " + id
 		}
 	}
 	return "unknown"
 }
 
-func azKeyString(k azKey) string {
-	if k.level == azGlobal {
+func AZKeyString(k AZKey) string {
+	if k.Level == AZGlobal {
 		return "global"
 	}
-	return k.level.String() + " " + k.id
+	return k.Level.String() + " " + k.ID
 }
 
 // azPlan is the routing's view of the location lines: the server's location and the
 // client prefixes' locations, each with every location containing it.
 type azPlan struct {
-	server  *azChain            // nil: unknown
-	clients *prefixIndex[int32] // client prefix -> index in chains; nil without client_location
-	chains  []azChain
-	keys    []azKey // by index in chains: the client_location line's location, for explain
+	server  *AZChain            // nil: unknown
+	clients *PrefixIndex[int32] // client prefix -> index in chains; nil without client_location
+	chains  []AZChain
+	keys    []AZKey // by index in chains: the client_location line's location, for explain
 }
 
 // newAZPlan returns the plan of cfg's location lines; nil without any.
-func newAZPlan(cfg *routingConfig) *azPlan {
+func newAZPlan(cfg *Config) *azPlan {
 	az := cfg.AZ
 	if az == nil {
 		return nil
 	}
 	p := &azPlan{}
-	if az.server != nil {
-		ch, _ := az.chain(az.server.level, az.server.id) // validated
+	if az.Server != nil {
+		ch, _ := az.Chain(az.Server.Level, az.Server.ID) // validated
 		p.server = &ch
 	}
-	for _, cl := range az.clients {
-		ch, _ := az.chain(cl.key.level, cl.key.id)
+	for _, cl := range az.Clients {
+		ch, _ := az.Chain(cl.Key.Level, cl.Key.ID)
 		if p.clients == nil {
-			p.clients = &prefixIndex[int32]{}
+			p.clients = &PrefixIndex[int32]{}
 		}
-		for _, b := range cl.blocks {
-			p.clients.add(b, int32(len(p.chains)))
+		for _, b := range cl.Blocks {
+			p.clients.Add(b, int32(len(p.chains)))
 		}
 		p.chains = append(p.chains, ch)
-		p.keys = append(p.keys, cl.key)
+		p.keys = append(p.keys, cl.Key)
 	}
 	return p
 }
 
 // azLocation returns q's location: its client prefix's, else the server's; nil when
 // unknown. client is the index of the client_location that placed it, -1 for none.
-func (r *resolver) azLocation(q *query) (loc *azChain, client int32) {
-	ap := r.plan.az
+func (r *Resolver) azLocation(q *Query) (loc *AZChain, client int32) {
+	ap := r.Plan.az
 	if ap == nil {
 		return nil, -1
 	}
 	if ap.clients != nil {
-		if i, ok := ap.clients.lookup(q.Client); ok {
+		if i, ok := ap.clients.Lookup(q.Client); ok {
 			return &ap.chains[i], i
 		}
 	}
@@ -109,26 +109,26 @@ func (r *resolver) azLocation(q *query) (loc *azChain, client int32) {
 
 // azRank is how specifically member mn's location contains loc: 0 for its AZ, up to
 // 4 for global; -1 when the member does not apply.
-func azRank(mn *mnode, loc *azChain) int {
-	m := mn.m
-	if m.AZLevel == azGlobal {
-		return int(azGlobal - azZone)
+func azRank(mn *MemberNode, loc *AZChain) int {
+	m := mn.M
+	if m.AZLevel == AZGlobal {
+		return int(AZGlobal - AZZone)
 	}
 	if loc == nil || !loc.contains(m.AZLevel, m.AZID) {
 		return -1
 	}
-	return int(m.AZLevel - azZone)
+	return int(m.AZLevel - AZZone)
 }
 
 // pickAZ picks in an azaffinity node for q: the most specific healthy member that
 // applies to the query's location; when none is healthy, the most specific one that
 // applies; -1 when none applies (NODATA).
-func (r *resolver) pickAZ(t *table, n *node, q *query) int32 {
+func (r *Resolver) pickAZ(t *Table, n *Node, q *Query) int32 {
 	loc, _ := r.azLocation(q)
 	best, bestOK := int32(-1), int32(-1)
 	key, keyOK := 0, 0
-	for i := range n.members {
-		k := azRank(&n.members[i], loc)
+	for i := range n.Members {
+		k := azRank(&n.Members[i], loc)
 		if k < 0 {
 			continue
 		}
@@ -147,10 +147,10 @@ func (r *resolver) pickAZ(t *table, n *node, q *query) int32 {
 
 // azHealthy reports whether an azaffinity node has a healthy member that applies to
 // q's location.
-func (r *resolver) azHealthy(t *table, n *node, q *query) bool {
+func (r *Resolver) azHealthy(t *Table, n *Node, q *Query) bool {
 	loc, _ := r.azLocation(q)
-	for i := range n.members {
-		if azRank(&n.members[i], loc) >= 0 && r.memberOK(t, n, int32(i), q) {
+	for i := range n.Members {
+		if azRank(&n.Members[i], loc) >= 0 && r.memberOK(t, n, int32(i), q) {
 			return true
 		}
 	}
@@ -160,20 +160,20 @@ func (r *resolver) azHealthy(t *table, n *node, q *query) bool {
 // azScope is the ECS scope of an azaffinity choice for q: the prefix within which
 // every address finds the same client_location (or none, and the server's); 0
 // without client_location lines, when every client is at the server's location.
-func (r *resolver) azScope(q *query) uint8 {
-	if ap := r.plan.az; ap != nil && ap.clients != nil {
-		return ap.clients.scope(q.Client)
+func (r *Resolver) azScope(q *Query) uint8 {
+	if ap := r.Plan.az; ap != nil && ap.clients != nil {
+		return ap.clients.Scope(q.Client)
 	}
 	return 0
 }
 
 // azExplain says where q's location came from, for explain.
-func (r *resolver) azExplain(q *query) string {
+func (r *Resolver) azExplain(q *Query) string {
 	loc, client := r.azLocation(q)
 	switch {
 	case client >= 0:
-		ap := r.plan.az
-		return fmt.Sprintf("%s (client_location %s: the client %s is in its prefixes)", loc, azKeyString(ap.keys[client]), q.Client)
+		ap := r.Plan.az
+		return fmt.Sprintf("%s (client_location %s: the client %s is in its prefixes)", loc, AZKeyString(ap.keys[client]), q.Client)
 	case loc != nil:
 		return fmt.Sprintf("%s (the server's location line)", loc)
 	}
@@ -182,8 +182,8 @@ func (r *resolver) azExplain(q *query) string {
 
 // azReason says why a healthy azaffinity member that applies to the query was chosen
 // or not.
-func azReason(mn *mnode, chosen bool) string {
-	where := azKeyString(azKey{mn.m.AZLevel, mn.m.AZID})
+func azReason(mn *MemberNode, chosen bool) string {
+	where := AZKeyString(AZKey{mn.M.AZLevel, mn.M.AZID})
 	if chosen {
 		return "chosen: " + where + " is the most specific healthy location that contains the query's"
 	}
