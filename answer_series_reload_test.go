@@ -3,7 +3,6 @@ package healthroute
 import (
 	"context"
 	"fmt"
-	"github.com/healthroute/healthroute/routing"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -14,15 +13,17 @@ import (
 	"github.com/coredns/coredns/plugin/test"
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/healthroute/healthroute/routing"
 )
 
 // forgetAnswerCounts drops every answer count of server, so that a test's blocks leave no
 // series behind for later tests' scrapes.
 func forgetAnswerCounts(t *testing.T, server string) {
 	t.Cleanup(func() {
-		counting.mu.Lock()
-		counting.all = slices.DeleteFunc(counting.all, func(qc *queryCounters) bool { return qc.server == server })
-		counting.mu.Unlock()
+		shared.counting.mu.Lock()
+		shared.counting.all = slices.DeleteFunc(shared.counting.all, func(qc *queryCounters) bool { return qc.server == server })
+		shared.counting.mu.Unlock()
 		for _, f := range []*answerFamily{answersTotal, lastResortTotal} {
 			f.mu.Lock()
 			for k := range f.extra {

@@ -3,13 +3,14 @@ package healthroute
 import (
 	"flag"
 	"fmt"
-	"github.com/healthroute/healthroute/routing"
 	"net/netip"
 	"os"
 	"strings"
 	"testing"
 
 	"github.com/miekg/dns"
+
+	"github.com/healthroute/healthroute/routing"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite testdata/answers.golden from the current code")

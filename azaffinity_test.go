@@ -1,7 +1,6 @@
 package healthroute
 
 import (
-	"github.com/healthroute/healthroute/routing"
 	"math/rand/v2"
 	"net/netip"
 	"slices"
@@ -9,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/miekg/dns"
+
+	"github.com/healthroute/healthroute/routing"
 )
 
 // azChecks are the checks of azRecords: one per location of its members.

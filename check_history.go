@@ -7,18 +7,12 @@ import (
 
 	"github.com/healthroute/healthroute/health"
 	"github.com/healthroute/healthroute/health/fleet"
-	"github.com/healthroute/healthroute/history"
 	"github.com/healthroute/healthroute/view"
 )
 
 // historySaveEvery is how often the histories are saved to the history directory
 // when they changed (and once more when the last block shuts down).
 const historySaveEvery = 5 * time.Minute
-
-// histories is the process's check histories: every probe result and every change
-// of a check's published status (after the fleet's quorum, before invert and
-// overrides), by fingerprint, like the scheduler's checks.
-var histories = history.New()
 
 // historyKeeper records status changes from the scheduler's snapshots and saves
 // the histories to the api's history_dir, while a block runs.
@@ -75,7 +69,7 @@ func (k *historyKeeper) observe(snap *health.Snapshot) {
 		if fl := k.fl.Load(); fl != nil {
 			members = membersAgreeing(fl, fp, st.Down)
 		}
-		histories.Change(fp, in.Spec.Name, now, st.Down, reason, members)
+		shared.histories.Change(fp, in.Spec.Name, now, st.Down, reason, members)
 	})
 }
 
@@ -96,7 +90,7 @@ func (k *historyKeeper) start() {
 				return
 			case <-t.C:
 			}
-			histories.Retain(func(fp string) bool { _, ok := k.sched.Info(fp); return ok })
+			shared.histories.Retain(func(fp string) bool { _, ok := k.sched.Info(fp); return ok })
 			k.save(false)
 		}
 	}()
@@ -114,7 +108,7 @@ func (k *historyKeeper) useDir(dir string) {
 		return
 	}
 	k.dir = dir
-	if err := histories.Load(dir); err != nil {
+	if err := shared.histories.Load(dir); err != nil {
 		log.Errorf("api: history_dir: %v: starting with empty histories", err)
 	}
 }
@@ -125,10 +119,10 @@ func (k *historyKeeper) save(force bool) {
 	k.mu.Lock()
 	dir := k.dir
 	k.mu.Unlock()
-	if dir == "" || !(force || histories.Dirty()) {
+	if dir == "" || !(force || shared.histories.Dirty()) {
 		return
 	}
-	if err := histories.Save(dir); err != nil {
+	if err := shared.histories.Save(dir); err != nil {
 		log.Errorf("api: history_dir: saving the histories: %v", err)
 	}
 }
@@ -151,7 +145,7 @@ func (h *HealthRoute) History(name string) (v view.History, ok bool) {
 	if !spec.Probed() {
 		return view.History{Check: name, Changes: []view.Change{}, Minutes: []view.Minute{}}, true
 	}
-	v, _ = histories.Get(spec.Fingerprint(), name)
+	v, _ = shared.histories.Get(spec.Fingerprint(), name)
 	return v, true
 }
 
@@ -171,7 +165,7 @@ func (h *HealthRoute) Timeline(name string, now time.Time, span time.Duration, n
 	if !ok || !spec.Probed() {
 		return view.Timeline{}, false
 	}
-	return histories.Timeline(spec.Fingerprint(), now, span, n)
+	return shared.histories.Timeline(spec.Fingerprint(), now, span, n)
 }
 
 // RecentChanges returns the n latest status changes of the block's checks, newest
@@ -183,7 +177,7 @@ func (h *HealthRoute) RecentChanges(n int) []view.CheckChange {
 			names[s.Fingerprint()] = name
 		}
 	}
-	return histories.Latest(n, func(fp string) (string, bool) { nm, ok := names[fp]; return nm, ok })
+	return shared.histories.Latest(n, func(fp string) (string, bool) { nm, ok := names[fp]; return nm, ok })
 }
 
 // FailOpenHistory returns the times the block's record groups failed open that were
@@ -193,5 +187,5 @@ func (h *HealthRoute) FailOpenHistory(from time.Time) []view.OpenSpan {
 	for _, rs := range h.cfg.Records {
 		names[rs.Name] = true
 	}
-	return failing.since(from, names)
+	return shared.failing.since(from, names)
 }

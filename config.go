@@ -2,10 +2,11 @@ package healthroute
 
 import (
 	"fmt"
-	"github.com/healthroute/healthroute/routing"
 
+	"github.com/healthroute/healthroute/control"
 	"github.com/healthroute/healthroute/health/fleet"
 	"github.com/healthroute/healthroute/internal/watch"
+	"github.com/healthroute/healthroute/routing"
 )
 
 // blockConfig is a parsed and validated healthroute block: what routing reads, and
@@ -44,6 +45,10 @@ type parseState struct {
 	azDeclPos   map[string]pos         // az_location lines, by AZ ID
 	azWhere     map[*routing.AZKey]pos // each location key's line
 	azClientPos []pos                  // client_location lines, in order
+
+	// node is the running replicated state's node, nil when none runs: the
+	// route53_api's record sets are read from it.
+	node *control.Node
 
 	soaSet bool // the soa property set the serial and timers
 	nsPos  pos  // where ns was given

@@ -2,7 +2,6 @@ package healthroute
 
 import (
 	"fmt"
-	"github.com/healthroute/healthroute/routing"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/healthroute/healthroute/internal/coretest"
+	"github.com/healthroute/healthroute/routing"
 	"github.com/healthroute/healthroute/view"
 )
 

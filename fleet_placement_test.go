@@ -23,7 +23,7 @@ check web http http://192.0.2.1/ {
 }
 check api http http://192.0.2.2/
 }`
-	cfg, err := parse(caddy.NewTestController("dns", input))
+	cfg, err := parse(caddy.NewTestController("dns", input), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +37,7 @@ check api http http://192.0.2.2/
 	if api.Checkers != 0 || api.Regions != nil {
 		t.Errorf("api: checkers %d regions %v, want every member", api.Checkers, api.Regions)
 	}
-	plain, err := parse(caddy.NewTestController("dns", "healthroute {\ncheck web http http://192.0.2.1/\n}"))
+	plain, err := parse(caddy.NewTestController("dns", "healthroute {\ncheck web http http://192.0.2.1/\n}"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ check api http http://192.0.2.2/
 		t.Errorf("warnings with a fleet: %q", w)
 	}
 	for _, role := range []string{"answer", "both"} {
-		cfg, err := parse(caddy.NewTestController("dns", "healthroute {\nfleet {\ninsecure\nrole "+role+"\n}\n}"))
+		cfg, err := parse(caddy.NewTestController("dns", "healthroute {\nfleet {\ninsecure\nrole "+role+"\n}\n}"), nil)
 		if err != nil || cfg.Fleet.Role.String() != role {
 			t.Errorf("role %s: %v, %v", role, cfg, err)
 		}
@@ -56,14 +56,14 @@ check api http http://192.0.2.2/
 }
 
 func TestPlacementWarnings(t *testing.T) {
-	cfg, err := parse(caddy.NewTestController("dns", "healthroute {\ncheck web http http://192.0.2.1/ {\ncheckers 2\n}\n}"))
+	cfg, err := parse(caddy.NewTestController("dns", "healthroute {\ncheck web http http://192.0.2.1/ {\ncheckers 2\n}\n}"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if w := placementWarnings(cfg); len(w) != 1 || !strings.HasPrefix(w[0], "Testfile:2: check web: checkers and regions place") {
 		t.Errorf("checkers without a fleet: %q", w)
 	}
-	cfg, err = parse(caddy.NewTestController("dns", "healthroute {\nfleet {\ninsecure\nname dmz\nrole answer\n}\n}"))
+	cfg, err = parse(caddy.NewTestController("dns", "healthroute {\nfleet {\ninsecure\nname dmz\nrole answer\n}\n}"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

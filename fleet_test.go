@@ -44,7 +44,7 @@ fleet {
   max_connections 64 8
 }
 }`
-	cfg, err := parse(caddy.NewTestController("dns", input))
+	cfg, err := parse(caddy.NewTestController("dns", input), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ fleet {
 		t.Errorf("fleet config: %+v", f)
 	}
 
-	cfg, err = parse(caddy.NewTestController("dns", "healthroute example.org {\nfleet {\ninsecure\n}\n}"))
+	cfg, err = parse(caddy.NewTestController("dns", "healthroute example.org {\nfleet {\ninsecure\n}\n}"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,12 +69,12 @@ fleet {
 	}
 
 	// An IPv4 address written as IPv6 is advertised as IPv4, as memberlist compares them.
-	cfg, err = parse(caddy.NewTestController("dns", "healthroute example.org {\nfleet {\ninsecure\nadvertise [::ffff:10.0.0.7]:7946\n}\n}"))
+	cfg, err = parse(caddy.NewTestController("dns", "healthroute example.org {\nfleet {\ninsecure\nadvertise [::ffff:10.0.0.7]:7946\n}\n}"), nil)
 	if err != nil || cfg.Fleet.Advertise != netip.MustParseAddrPort("10.0.0.7:7946") {
 		t.Errorf("advertise [::ffff:10.0.0.7]:7946: %v, %v", cfg.Fleet, err)
 	}
 
-	cfg, err = parse(caddy.NewTestController("dns", "healthroute example.org"))
+	cfg, err = parse(caddy.NewTestController("dns", "healthroute example.org"), nil)
 	if err != nil || cfg.Fleet != nil {
 		t.Errorf("without fleet: %+v, %v", cfg.Fleet, err)
 	}

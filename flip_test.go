@@ -2,7 +2,6 @@ package healthroute
 
 import (
 	"fmt"
-	"github.com/healthroute/healthroute/routing"
 	"maps"
 	"math/rand/v2"
 	"reflect"
@@ -15,6 +14,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/healthroute/healthroute/health"
+	"github.com/healthroute/healthroute/routing"
 )
 
 // flipBlock is a block of names weighted names whose three members use checks drawn

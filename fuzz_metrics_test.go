@@ -31,13 +31,13 @@ func FuzzServeMetrics(f *testing.F) {
 		}
 		c := caddy.NewTestController("dns", input)
 		c.ServerBlockKeys = []string{"example.org."}
-		cfg, err := parse(c)
+		cfg, err := parse(c, nil)
 		if err != nil {
 			return
 		}
 		h := newHandler(cfg, &registry{})
 		h.Next = test.NextHandler(dns.RcodeNameError, nil)
-		t.Cleanup(func() { counting.drop(cfg) })
+		t.Cleanup(func() { shared.counting.drop(cfg) })
 		server := "dns://fuzz"
 		ctx := context.WithValue(context.Background(), dnsserver.Key{}, &dnsserver.Server{Addr: server})
 		ask := func() {

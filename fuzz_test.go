@@ -2,7 +2,6 @@ package healthroute
 
 import (
 	"bytes"
-	"github.com/healthroute/healthroute/routing"
 	"net/netip"
 	"slices"
 	"strings"
@@ -10,6 +9,8 @@ import (
 
 	"github.com/coredns/caddy"
 	"github.com/miekg/dns"
+
+	"github.com/healthroute/healthroute/routing"
 )
 
 // FuzzParseResolve parses arbitrary Corefile text as a healthroute block and, when it
@@ -27,7 +28,7 @@ func FuzzParseResolve(f *testing.F) {
 		}
 		c := caddy.NewTestController("dns", input)
 		c.ServerBlockKeys = []string{"example.org."}
-		cfg, err := parse(c)
+		cfg, err := parse(c, nil)
 		if err != nil {
 			if !strings.Contains(err.Error(), "Testfile:") {
 				t.Fatalf("error without file:line: %v", err)

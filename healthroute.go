@@ -5,7 +5,6 @@ package healthroute
 import (
 	"context"
 	"fmt"
-	"github.com/healthroute/healthroute/routing"
 	"net"
 	"net/netip"
 	"runtime/debug"
@@ -24,6 +23,7 @@ import (
 	"github.com/healthroute/healthroute/health"
 	"github.com/healthroute/healthroute/notify"
 	"github.com/healthroute/healthroute/operator"
+	"github.com/healthroute/healthroute/routing"
 	"github.com/healthroute/healthroute/view"
 )
 
@@ -59,16 +59,9 @@ func newHandler(cfg *blockConfig, reg *registry) *HealthRoute {
 		observe(prev, next, took)
 		h.notifyPublication(prev, next)
 	}
-	parsed.Store(true)
+	shared.parsed.Store(true)
 	return h
 }
-
-// parsed is set when a block has been parsed and built, and cleared by the first
-// OnStartup after it: CoreDNS parses every block before starting any, so that one
-// returns to the OS what parsing them all left behind (the Corefile's tokens, the
-// configuration's intermediate maps), which for a large configuration is several
-// times what the routing keeps, and which the runtime would otherwise hold for minutes.
-var parsed atomic.Bool
 
 // Name implements plugin.Handler.
 func (h *HealthRoute) Name() string { return pluginName }
@@ -374,7 +367,7 @@ func (h *HealthRoute) OnStartup() error {
 		h.counters(s)
 	}
 	h.reg.started(h)
-	if parsed.Swap(false) {
+	if shared.parsed.Swap(false) {
 		debug.FreeOSMemory()
 	}
 	return nil
@@ -384,7 +377,7 @@ func (h *HealthRoute) OnStartup() error {
 // instance's OnStartup, so unchanged checks keep running.
 func (h *HealthRoute) OnShutdown() error {
 	h.reg.commitReload()
-	counting.shutdown(h.cfg)
+	shared.counting.shutdown(h.cfg)
 	if h.stop == nil {
 		return nil
 	}
@@ -395,7 +388,7 @@ func (h *HealthRoute) OnShutdown() error {
 	}
 	h.reg.op.Unregister(h)
 	h.dropCheckSeries()
-	failing.drop(h.resolver)
+	shared.failing.drop(h.resolver)
 	if w := h.cfg.Webhook; w != nil && h.notifier.Swap(nil) != nil {
 		h.reg.releaseNotifier(w)
 	}
@@ -429,4 +422,22 @@ func (h *HealthRoute) dropCheckSeries() {
 			dropCheckFamilies(name)
 		}
 	}
+}
+
+// newResolver returns the routing engine for cfg, with the plugin's metrics and logs
+// on each publication and the latency table parse loaded (or, for a Config built
+// without parse, the one it names).
+func newResolver(cfg *blockConfig) *routing.Resolver {
+	r := routing.New(&cfg.Config)
+	r.OnPublish = func(prev, next *routing.Table, took time.Duration) { observePublication(r, prev, next, took) }
+	switch {
+	case cfg.latency != nil: // parse loaded it; the watcher replaces it from here on
+		r.Latency.Store(cfg.latency)
+		cfg.latency = nil
+	case cfg.LatencyTable != "": // a Config built without parse
+		if _, err := r.LoadLatency(cfg.LatencyTable, cfg.fileLimit()); err != nil {
+			log.Errorf("latency_table: %v", err)
+		}
+	}
+	return r
 }

@@ -17,7 +17,7 @@ func testHandler(t testing.TB, block string) *HealthRoute {
 	h.Next = test.NextHandler(dns.RcodeNameError, nil)
 	// Its answer counts go with the test: a later test (or a -count run) whose block
 	// has a zone in common would otherwise take them over as a reload's block does.
-	t.Cleanup(func() { counting.drop(cfg) })
+	t.Cleanup(func() { shared.counting.drop(cfg) })
 	return h
 }
 

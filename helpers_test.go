@@ -2,7 +2,6 @@ package healthroute
 
 import (
 	"fmt"
-	"github.com/healthroute/healthroute/routing"
 	"math/rand/v2"
 	"net/netip"
 	"sort"
@@ -13,6 +12,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/healthroute/healthroute/health"
+	"github.com/healthroute/healthroute/routing"
 )
 
 // mustParse parses a healthroute block (zone example.org. unless the block names one).
@@ -20,7 +20,7 @@ func mustParse(t testing.TB, block string) *blockConfig {
 	t.Helper()
 	c := caddy.NewTestController("dns", block)
 	c.ServerBlockKeys = []string{"example.org."}
-	cfg, err := parse(c)
+	cfg, err := parse(c, nil)
 	if err != nil {
 		t.Fatalf("parse: %v\n%s", err, block)
 	}
@@ -101,7 +101,7 @@ func checkParseErrors(t *testing.T, tests []parseErrorCase) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := caddy.NewTestController("dns", tc.input)
 			c.ServerBlockKeys = []string{"example.org."}
-			_, err := parse(c)
+			_, err := parse(c, nil)
 			if err == nil {
 				t.Fatalf("parse accepted:\n%s", tc.input)
 			}

@@ -2,7 +2,6 @@ package healthroute
 
 import (
 	"fmt"
-	"github.com/healthroute/healthroute/routing"
 	"net"
 	"net/http"
 	"runtime"
@@ -16,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/healthroute/healthroute/internal/coretest"
+	"github.com/healthroute/healthroute/routing"
 )
 
 // TestServeWhilePublishing answers queries from many goroutines while health

@@ -1,12 +1,13 @@
 package healthroute
 
 import (
-	"github.com/healthroute/healthroute/routing"
 	"reflect"
 	"testing"
 	"unsafe"
 
 	"github.com/miekg/dns"
+
+	"github.com/healthroute/healthroute/routing"
 )
 
 // TestMemoryLayout keeps the structs a large configuration holds one of per member,
@@ -133,7 +134,7 @@ func TestShareMembers(t *testing.T) {
 			weight 30 A 192.0.2.2
 		}
 	}`)
-	t.Cleanup(func() { counting.shutdown(h.cfg) })
+	t.Cleanup(func() { shared.counting.shutdown(h.cfg) })
 	a, b, c := h.cfg.Records[0].Members, h.cfg.Records[1].Members, h.cfg.Records[2].Members
 	for j := range a {
 		if a[j] != b[j] {

@@ -2,7 +2,6 @@ package healthroute
 
 import (
 	"errors"
-	"github.com/healthroute/healthroute/routing"
 	"sync/atomic"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 
 	"github.com/healthroute/healthroute/health"
 	"github.com/healthroute/healthroute/health/fleet"
+	"github.com/healthroute/healthroute/routing"
 )
 
 // Metrics. Check metrics carry `check` and no `server`: probing is process-wide.
@@ -99,7 +99,7 @@ func (o probeObserver) Probed(spec *health.Spec, err error, took time.Duration) 
 		result = "fail"
 	}
 	probesTotal.WithLabelValues(spec.Name, result).Inc()
-	histories.Probe(spec.Fingerprint(), spec.Name, time.Now(), err == nil, took)
+	shared.histories.Probe(spec.Fingerprint(), spec.Name, time.Now(), err == nil, took)
 	probeDuration.WithLabelValues(spec.Name).Observe(took.Seconds())
 }
 
@@ -145,7 +145,7 @@ func observePublication(r *routing.Resolver, prev, t *routing.Table, took time.D
 	for _, n := range nodes {
 		was := prev != nil && prev.State(n.ID).FailOpen
 		if now := t.State(n.ID).FailOpen; now != was && !n.DynHealth {
-			failing.set(r, n, now)
+			shared.failing.set(r, n, now)
 			if now {
 				log.Warningf("record %s %s: every member is unhealthy: answering as if all were healthy (last resort)", n.Set.Name, dns.TypeToString[n.QType])
 			} else if prev != nil {

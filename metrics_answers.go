@@ -1,7 +1,6 @@
 package healthroute
 
 import (
-	"github.com/healthroute/healthroute/routing"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -10,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/healthroute/healthroute/internal/percpu"
+	"github.com/healthroute/healthroute/routing"
 )
 
 // Answer metrics. answers_total has a series for each member (set identifier) of
@@ -89,18 +89,18 @@ func (f *answerFamily) Collect(ch chan<- prometheus.Metric) {
 		ms = append(ms, prometheus.MustNewConstMetric(f.desc, prometheus.CounterValue, float64(v), labels[:f.labels]...))
 	}
 	f.mu.Lock()
-	counting.mu.Lock()
+	shared.counting.mu.Lock()
 	for labels := range f.extra {
 		sources[labels[0]] = 1
 	}
-	for _, qc := range counting.all {
+	for _, qc := range shared.counting.all {
 		sources[qc.server]++
 	}
 	for labels, n := range f.extra {
 		metric(n.Load(), labels[:]...)
 	}
 	f.mu.Unlock()
-	for _, qc := range counting.all {
+	for _, qc := range shared.counting.all {
 		c := &qc.c[f.which]
 		hot := c.hotCounts()
 		moved := qc.next.Load() != nil
@@ -113,7 +113,7 @@ func (f *answerFamily) Collect(ch chan<- prometheus.Metric) {
 			}
 		})
 	}
-	counting.mu.Unlock()
+	shared.counting.mu.Unlock()
 	for labels, v := range sum {
 		ms = append(ms, prometheus.MustNewConstMetric(f.desc, prometheus.CounterValue, float64(v), labels[:f.labels]...))
 	}
@@ -131,7 +131,7 @@ type queryCounters struct {
 	// next is the block that adopted these counts on reload: counts that still
 	// arrive here (the old block's queries in flight) are passed on to it.
 	next    atomic.Pointer[queryCounters]
-	retired bool // the block shut down before a successor adopted them; guarded by counting.mu
+	retired bool // the block shut down before a successor adopted them; guarded by shared.counting.mu
 }
 
 // seriesCounts is a block's counts of one kind of series.
@@ -189,7 +189,7 @@ func (h *HealthRoute) counters(server string) *queryCounters {
 		qc.c[routing.AnswerSeries] = newSeriesCounts(p.SeriesCount[routing.AnswerSeries])
 		qc.c[routing.ResortSeries] = newSeriesCounts(p.SeriesCount[routing.ResortSeries])
 		if v, ok = h.serverCounters.LoadOrStore(server, qc); !ok {
-			counting.add(qc)
+			shared.counting.add(qc)
 		}
 	}
 	qc := v.(*queryCounters)
@@ -232,13 +232,13 @@ func replaces(cfg *blockConfig, p *queryCounters) bool {
 // than the first query after a reload.
 func (h *HealthRoute) adoptCounters() {
 	var servers []string
-	counting.mu.Lock()
-	for _, p := range counting.all {
+	shared.counting.mu.Lock()
+	for _, p := range shared.counting.all {
 		if replaces(h.cfg, p) && !slices.Contains(servers, p.server) {
 			servers = append(servers, p.server)
 		}
 	}
-	counting.mu.Unlock()
+	shared.counting.mu.Unlock()
 	for _, s := range servers {
 		h.counters(s)
 	}

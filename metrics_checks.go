@@ -1,7 +1,6 @@
 package healthroute
 
 import (
-	"github.com/healthroute/healthroute/routing"
 	"net"
 	"slices"
 	"sync"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/healthroute/healthroute/health"
 	"github.com/healthroute/healthroute/health/fleet"
+	"github.com/healthroute/healthroute/routing"
 	"github.com/healthroute/healthroute/view"
 )
 
@@ -144,8 +144,6 @@ const (
 	openSpanAge  = 24 * time.Hour
 )
 
-var failing = failingOpen{byBlock: map[*routing.Resolver]map[[3]string]bool{}, count: map[[3]string]int{}, spans: map[[3]string][]openSpan{}}
-
 // set records whether r's group n fails open.
 func (f *failingOpen) set(r *routing.Resolver, n *routing.Node, open bool) {
 	k := [3]string{n.Set.Name, dns.TypeToString[n.QType], n.Set.Policy.String()}
@@ -207,11 +205,8 @@ func (f *failingOpen) publishLocked(k [3]string) {
 	groupsFailingOpen.Set(float64(len(f.count)))
 }
 
-// fleetMetrics registers the fleet's families the first time a fleet starts.
-var fleetMetrics sync.Once
-
 func registerFleetMetrics() {
-	fleetMetrics.Do(func() {
+	shared.fleetMetrics.Do(func() {
 		prometheus.MustRegister(fleet.Collectors()...)
 		prometheus.MustRegister(newFleetChecksCollector())
 	})

@@ -2,7 +2,6 @@ package healthroute
 
 import (
 	"context"
-	"github.com/healthroute/healthroute/routing"
 	"slices"
 	"testing"
 
@@ -10,6 +9,8 @@ import (
 	"github.com/coredns/coredns/plugin/pkg/dnstest"
 	"github.com/coredns/coredns/plugin/test"
 	"github.com/miekg/dns"
+
+	"github.com/healthroute/healthroute/routing"
 )
 
 // seriesAsk asks h for name and qtype n times on server, failing on an error.
@@ -66,7 +67,7 @@ func TestAnswerSeriesShared(t *testing.T) {
 	seriesAsk(t, h, server, "sh-alias.example.net.", dns.TypeA, 4)
 	t.Cleanup(func() {
 		answersTotal.delete(server, "example.net.", "sh-mix.example.org.", "one")
-		counting.drop(h.cfg)
+		shared.counting.drop(h.cfg)
 	})
 	for _, tc := range []struct {
 		metric string
@@ -147,9 +148,9 @@ func TestAnswerSeriesReload(t *testing.T) {
 	wantAnswers(t, series("keep"), 7, "kept member after a third block's first answer")
 	newSeries := map[string]string{"server": server, "record": "rl-new.example.org."}
 	wantAnswers(t, newSeries, 0, "member the third block dropped")
-	counting.mu.Lock()
-	defer counting.mu.Unlock()
-	for _, qc := range counting.all {
+	shared.counting.mu.Lock()
+	defer shared.counting.mu.Unlock()
+	for _, qc := range shared.counting.all {
 		if qc.cfg == old.cfg || qc.cfg == next.cfg {
 			t.Errorf("a replaced block's counters (server %s) are still registered", qc.server)
 		}
@@ -185,16 +186,16 @@ func TestAnswerSeriesAdoptedAtStartup(t *testing.T) {
 		if err := next.OnShutdown(); err != nil {
 			t.Error(err)
 		}
-		counting.drop(next.cfg)
+		shared.counting.drop(next.cfg)
 	})
 	if err := old.OnShutdown(); err != nil {
 		t.Fatal(err)
 	}
 	labels := map[string]string{"server": server, "record": "st.example.org.", "member": "keep"}
 	wantAnswers(t, labels, 3, "kept member after the old block shut down, the new one started and asked nothing")
-	counting.mu.Lock()
+	shared.counting.mu.Lock()
 	var mine, others int
-	for _, qc := range counting.all {
+	for _, qc := range shared.counting.all {
 		switch {
 		case qc.server != server:
 		case qc.cfg == next.cfg:
@@ -203,7 +204,7 @@ func TestAnswerSeriesAdoptedAtStartup(t *testing.T) {
 			others++
 		}
 	}
-	counting.mu.Unlock()
+	shared.counting.mu.Unlock()
 	if mine != 1 || others != 0 {
 		t.Errorf("counters registered for %s: %d of the new block, %d of others; want 1 and 0", server, mine, others)
 	}

@@ -2,11 +2,11 @@ package healthroute
 
 import (
 	"fmt"
-	"github.com/healthroute/healthroute/routing"
 
 	"github.com/miekg/dns"
 
 	"github.com/healthroute/healthroute/health/fleet"
+	"github.com/healthroute/healthroute/routing"
 	"github.com/healthroute/healthroute/view"
 )
 

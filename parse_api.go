@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/coredns/caddy"
+
 	"github.com/healthroute/healthroute/operator"
 )
 

@@ -1,11 +1,12 @@
 package healthroute
 
 import (
-	"github.com/healthroute/healthroute/routing"
 	"strconv"
 	"time"
 
 	"github.com/coredns/caddy"
+
+	"github.com/healthroute/healthroute/routing"
 )
 
 // parseSOA reads `soa MNAME RNAME [SERIAL REFRESH RETRY EXPIRE MINIMUM]`.

@@ -1,13 +1,14 @@
 package healthroute
 
 import (
-	"github.com/healthroute/healthroute/routing"
 	"maps"
 	"net/netip"
 	"slices"
 	"strings"
 
 	"github.com/coredns/caddy"
+
+	"github.com/healthroute/healthroute/routing"
 )
 
 // The location lines of a healthroute block, for AZ-affinity routing

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/coredns/caddy"
+
 	"github.com/healthroute/healthroute/health"
 )
 

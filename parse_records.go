@@ -2,7 +2,6 @@ package healthroute
 
 import (
 	"fmt"
-	"github.com/healthroute/healthroute/routing"
 	"math"
 	"net/netip"
 	"slices"
@@ -12,6 +11,8 @@ import (
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/plugin"
 	"github.com/miekg/dns"
+
+	"github.com/healthroute/healthroute/routing"
 )
 
 // parsePolicy maps a Corefile spelling to a Policy.

@@ -1,13 +1,7 @@
 package healthroute
 
 import (
-	"context"
-	"errors"
-	"runtime/debug"
-	"slices"
 	"strings"
-	"sync/atomic"
-	"time"
 
 	"github.com/coredns/caddy"
 	"github.com/coredns/caddy/caddyfile"
@@ -120,94 +114,4 @@ func loadRoute53(cfg *blockConfig, children *map[*health.Spec][]childRef) (err e
 		}
 		return parseZoneLine(c, cfg, key, args, children)
 	})
-}
-
-// watchRoute53 polls the route53 property's files every period until ctx ends, and
-// reloads the server when one changed or was replaced since parse read them (see
-// internal/watch). The reload parses the whole Corefile again: a zone that fails to
-// load is logged and the previous configuration keeps serving, as on any reload
-// that fails.
-func watchRoute53(ctx context.Context, r *route53Config, period time.Duration, reload func() bool) {
-	paths := r.files.Paths()
-	watch.Poll(ctx, period, paths, slices.Clone(r.stats), func() bool {
-		if !reload() {
-			return false
-		}
-		log.Infof("route53: %s changed: reloading", strings.Join(paths, ", "))
-		return true
-	})
-}
-
-// restarting is set while a reload started by a route53 watcher runs.
-var restarting atomic.Bool
-
-// reloadInstance restarts the running instance with its own Corefile, which reads
-// the route53 files again, and reports whether it started one. It refuses (false,
-// so that the watcher offers the change again at its next check) while another
-// reload runs, whatever started it (a watcher, SIGUSR1, the reload plugin): reloads
-// are one at a time, and a change that arrives during one is applied after it. It
-// returns at once: the restart shuts this handler down.
-//
-// The instance restarted is the one running now, looked up at each reload: a
-// watcher outlives no instance, but the instance that started it may already have
-// been replaced by a reload it did not start.
-func reloadInstance() bool {
-	return reloadThrough(shared, currentInstance, (*caddy.Instance).Caddyfile)
-}
-
-// reloadThrough is reloadInstance with its registry, instance lookup and Corefile.
-func reloadThrough(reg *registry, current func() *caddy.Instance, corefile func(*caddy.Instance) caddy.Input) bool {
-	if reg.isReloading() || !restarting.CompareAndSwap(false, true) {
-		return false
-	}
-	i := current()
-	if i == nil {
-		restarting.Store(false)
-		return false
-	}
-	go func() {
-		defer restarting.Store(false)
-		if _, err := i.Restart(corefile(i)); errors.Is(err, errReloadRunning) {
-			log.Infof("route53: a reload is running; the change is applied after it")
-		} else if err != nil {
-			log.Errorf("route53: keeping the previous configuration: %v", err)
-			debug.FreeOSMemory() // what the failed reload built is garbage: return it now
-		}
-	}()
-	return true
-}
-
-// reloadFromDisk restarts the running instance with its Corefile read anew, as
-// SIGUSR1 does: the reload that one refused while another ran asked for. It waits
-// (up to a minute) for the running reload to end.
-func reloadFromDisk() {
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.Now().Add(time.Minute)
-	fromDisk := func(i *caddy.Instance) caddy.Input {
-		in, err := caddy.LoadCaddyfile(i.Caddyfile().ServerType())
-		if err != nil || in == nil {
-			log.Errorf("reload: reading the Corefile again: %v: reloading the running one", err)
-			return i.Caddyfile()
-		}
-		return in
-	}
-	for !reloadThrough(shared, currentInstance, fromDisk) {
-		if time.Now().After(deadline) {
-			log.Errorf("reload: a reload refused while another ran could not run within a minute; send SIGUSR1 to apply the Corefile")
-			return
-		}
-		<-tick.C
-	}
-	log.Infof("reload: running the reload refused while another ran")
-}
-
-// currentInstance returns the running instance: caddy lists the instances that
-// serve, and outside a reload (when this is asked) there is one.
-func currentInstance() *caddy.Instance {
-	insts := caddy.Instances()
-	if len(insts) == 0 {
-		return nil
-	}
-	return insts[len(insts)-1]
 }

@@ -94,9 +94,10 @@ func parseRoute53API(c *caddy.Controller, cfg *blockConfig, args []string) error
 }
 
 // apiState returns the API's part of the replicated state as this process holds
-// it: the running node's, or before it runs the state file of the data directory.
+// it: the running node's (the one parse was given), or before it runs the state
+// file of the data directory.
 func apiState(cfg *blockConfig) (*control.APIState, error) {
-	if n := shared.controlNode(); n != nil {
+	if n := cfg.state().node; n != nil {
 		return n.API(), nil
 	}
 	dir := cfg.controlsDir

@@ -3,7 +3,6 @@ package healthroute
 import (
 	"context"
 	"encoding/json"
-	"github.com/healthroute/healthroute/routing"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/healthroute/healthroute/internal/coretest"
 	"github.com/healthroute/healthroute/r53api"
 	"github.com/healthroute/healthroute/route53"
+	"github.com/healthroute/healthroute/routing"
 )
 
 func TestRoute53APIParseErrors(t *testing.T) {
@@ -95,7 +95,7 @@ func TestRoute53APIRecordsLoadMarkedAndConflictsRefused(t *testing.T) {
 	c := strings.Replace(block, "%s", "record w.example.org. simple {\nA 192.0.2.3\n}\n", 1)
 	pc := caddy.NewTestController("dns", c)
 	pc.ServerBlockKeys = []string{"example.org."}
-	if _, err := parse(pc); err == nil || !strings.Contains(err.Error(), "Testfile:11 - Error during parsing: record w.example.org.: the name holds API-managed record sets") {
+	if _, err := parse(pc, nil); err == nil || !strings.Contains(err.Error(), "Testfile:11 - Error during parsing: record w.example.org.: the name holds API-managed record sets") {
 		t.Errorf("a Corefile record at an API-managed name: %v, want refused naming it", err)
 	}
 }

@@ -3,7 +3,6 @@ package healthroute
 import (
 	"context"
 	"fmt"
-	"github.com/healthroute/healthroute/routing"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/healthroute/healthroute/internal/watch"
 	"github.com/healthroute/healthroute/route53"
+	"github.com/healthroute/healthroute/routing"
 )
 
 // route53Zone10k writes a hosted zone of 10,000 record sets into dir: 2,000 names,
@@ -55,7 +55,7 @@ func route53Zone10k(t testing.TB, dir string) (records, checks string) {
 func route53Parse(t testing.TB, block string) (*blockConfig, error) {
 	c := caddy.NewTestController("dns", block)
 	c.ServerBlockKeys = []string{"example.com."}
-	return parse(c)
+	return parse(c, nil)
 }
 
 // BenchmarkRoute53Load10k loads a 10,000-record-set zone through the route53
@@ -244,7 +244,7 @@ func TestRoute53ReloadWaitsForRunningReload(t *testing.T) {
 	if reloadThrough(reg, current, (*caddy.Instance).Caddyfile) || looked != 1 {
 		t.Fatalf("with no instance running: started a reload, or looked up %d instances; want 1 look, no reload", looked)
 	}
-	if restarting.Load() {
+	if shared.restarting.Load() {
 		t.Fatal("the refused reload left the restarting flag set")
 	}
 }

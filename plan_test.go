@@ -2,11 +2,12 @@ package healthroute
 
 import (
 	"fmt"
-	"github.com/healthroute/healthroute/routing"
 	"strings"
 	"testing"
 
 	"github.com/miekg/dns"
+
+	"github.com/healthroute/healthroute/routing"
 )
 
 // aliasChain returns a block of depth record sets, each aliasing the next, the last

@@ -3,16 +3,17 @@ package healthroute
 import (
 	"context"
 	"fmt"
-	"github.com/healthroute/healthroute/internal/watch"
-	"github.com/healthroute/healthroute/routing"
 	"net/netip"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/healthroute/healthroute/internal/coretest"
 	"github.com/miekg/dns"
+
+	"github.com/healthroute/healthroute/internal/coretest"
+	"github.com/healthroute/healthroute/internal/watch"
+	"github.com/healthroute/healthroute/routing"
 )
 
 // ask resolves name/A for a client prefix and location and returns the answer values.

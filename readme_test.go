@@ -34,7 +34,7 @@ func TestReadmeExamples(t *testing.T) {
 			}
 			c := caddy.NewTestController("dns", string(m[1]))
 			c.ServerBlockKeys = []string{strings.Fields(string(blk[1]))[0]} // the server block's zone
-			if _, err := parse(c); err != nil {
+			if _, err := parse(c, nil); err != nil {
 				t.Errorf("%s example %d: %v", file, i, err)
 			}
 		}
@@ -88,7 +88,7 @@ func TestCorefileExample(t *testing.T) {
 	}
 	c := caddy.NewTestController("dns", string(m[1]))
 	c.ServerBlockKeys = []string{"example.org.:1053"}
-	cfg, err := parse(c)
+	cfg, err := parse(c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package healthroute
 
 import (
-	"github.com/healthroute/healthroute/routing"
 	"strconv"
 	"strings"
 
@@ -9,6 +8,7 @@ import (
 
 	"github.com/healthroute/healthroute/r53api"
 	"github.com/healthroute/healthroute/route53"
+	"github.com/healthroute/healthroute/routing"
 )
 
 // corefileSets returns the record sets the Corefile defines in zone, as Route 53

@@ -2,13 +2,14 @@ package healthroute
 
 import (
 	"context"
-	"github.com/healthroute/healthroute/routing"
 	"net/netip"
 	"testing"
 
 	"github.com/coredns/coredns/plugin/pkg/dnstest"
 	"github.com/coredns/coredns/plugin/test"
 	"github.com/miekg/dns"
+
+	"github.com/healthroute/healthroute/routing"
 )
 
 // selectionAllocBlock has one record set per routing policy, plus alias trees with evaluate

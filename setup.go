@@ -2,7 +2,6 @@ package healthroute
 
 import (
 	"fmt"
-	"github.com/healthroute/healthroute/routing"
 	"math"
 	"path/filepath"
 	"strconv"
@@ -15,8 +14,10 @@ import (
 	clog "github.com/coredns/coredns/plugin/pkg/log"
 	"github.com/miekg/dns"
 
+	"github.com/healthroute/healthroute/control"
 	"github.com/healthroute/healthroute/health"
 	"github.com/healthroute/healthroute/internal/watch"
+	"github.com/healthroute/healthroute/routing"
 	"github.com/healthroute/healthroute/view"
 )
 
@@ -41,7 +42,7 @@ func instanceStarted(ev caddy.EventName, _ any) error {
 }
 
 func setup(c *caddy.Controller) error {
-	cfg, err := parse(c)
+	cfg, err := parse(c, shared.controlNode())
 	if err != nil {
 		return plugin.Error(pluginName, err)
 	}
@@ -66,10 +67,12 @@ type reloadHooks struct{}
 // defaultTTL is the answer TTL when the block sets none.
 const defaultTTL = 60
 
-// parse reads the healthroute directive of one server block into a validated Config.
-// It starts nothing.
-func parse(c *caddy.Controller) (*blockConfig, error) {
+// parse reads the healthroute directive of one server block into a validated
+// blockConfig. It starts nothing. node is the running replicated state's node, nil
+// when none runs: route53_api reads the record sets it manages from it.
+func parse(c *caddy.Controller, node *control.Node) (*blockConfig, error) {
 	cfg := &blockConfig{Config: routing.Config{TTL: defaultTTL, Regions: map[string]routing.Region{}, Checks: map[string]*health.Spec{}}}
+	cfg.state().node = node
 	if !c.Next() { // "healthroute"
 		return nil, c.ArgErr()
 	}

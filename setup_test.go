@@ -1,12 +1,12 @@
 package healthroute
 
 import (
-	"github.com/healthroute/healthroute/routing"
 	"testing"
 	"time"
 
 	"github.com/healthroute/healthroute/health"
 	"github.com/healthroute/healthroute/internal/coretest"
+	"github.com/healthroute/healthroute/routing"
 )
 
 func TestParseValid(t *testing.T) {

@@ -1,7 +1,6 @@
 package healthroute
 
 import (
-	"github.com/healthroute/healthroute/routing"
 	"net/netip"
 	"os"
 	"strings"
@@ -10,6 +9,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/healthroute/healthroute/route53"
+	"github.com/healthroute/healthroute/routing"
 )
 
 // awsExamplesHandWritten is the routing of three example documents of AWS's traffic

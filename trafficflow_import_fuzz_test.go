@@ -42,7 +42,7 @@ func FuzzTrafficPolicyImportLoads(f *testing.F) {
 		block := "healthroute example.com {\n" + res.Corefile + "}"
 		c := caddy.NewTestController("dns", block)
 		c.ServerBlockKeys = []string{"example.com."}
-		if _, err := parse(c); err != nil {
+		if _, err := parse(c, nil); err != nil {
 			t.Fatalf("converted, but the plugin refuses it: %v\n%s", err, block)
 		}
 	})

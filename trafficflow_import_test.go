@@ -1,7 +1,6 @@
 package healthroute
 
 import (
-	"github.com/healthroute/healthroute/routing"
 	"net/netip"
 	"path/filepath"
 	"strings"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/healthroute/healthroute/internal/coretest"
 	"github.com/healthroute/healthroute/route53"
+	"github.com/healthroute/healthroute/routing"
 )
 
 // trafficFlowHandWritten is the routing of route53/testdata/trafficflow/ written by

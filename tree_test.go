@@ -2,7 +2,6 @@ package healthroute
 
 import (
 	"fmt"
-	"github.com/healthroute/healthroute/routing"
 	"math"
 	"strings"
 	"testing"
@@ -10,6 +9,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/healthroute/healthroute/health"
+	"github.com/healthroute/healthroute/routing"
 )
 
 const checks = `

@@ -1,12 +1,13 @@
 package healthroute
 
 import (
-	"github.com/healthroute/healthroute/routing"
 	"net/netip"
 	"slices"
 	"strings"
 
 	"github.com/miekg/dns"
+
+	"github.com/healthroute/healthroute/routing"
 )
 
 // validate checks what needs the whole block: check and alias targets, cycles, set

@@ -2,12 +2,12 @@ package healthroute
 
 import (
 	"fmt"
-	"github.com/healthroute/healthroute/routing"
 	"time"
 
 	"github.com/miekg/dns"
 
 	"github.com/healthroute/healthroute/notify"
+	"github.com/healthroute/healthroute/routing"
 )
 
 // sharedNotifier is a webhook notifier and the blocks that use it: a reload's

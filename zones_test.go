@@ -2,7 +2,6 @@ package healthroute
 
 import (
 	"context"
-	"github.com/healthroute/healthroute/routing"
 	"net"
 	"net/netip"
 	"strings"
@@ -14,6 +13,8 @@ import (
 	"github.com/coredns/coredns/plugin/pkg/dnstest"
 	"github.com/coredns/coredns/plugin/test"
 	"github.com/miekg/dns"
+
+	"github.com/healthroute/healthroute/routing"
 )
 
 // TestScopeTrie: the scope is the shortest prefix of the client within which every
@@ -234,7 +235,7 @@ func TestParseAuthorityErrors(t *testing.T) {
 	// With fallthrough the next plugin may hold the name server's address.
 	c := caddy.NewTestController("dns", "healthroute {\nfallthrough\nns ns1.example.org.\n}")
 	c.ServerBlockKeys = []string{"example.org."}
-	if _, err := parse(c); err != nil {
+	if _, err := parse(c, nil); err != nil {
 		t.Errorf("fallthrough: %v", err)
 	}
 }

@@ -5,8 +5,9 @@ import (
 	"net/netip"
 	"slices"
 
-	"github.com/healthroute/healthroute/health"
 	"github.com/miekg/dns"
+
+	"github.com/healthroute/healthroute/health"
 )
 
 // memberKey is what makes two address members alike: the same addresses (parse

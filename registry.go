@@ -2,13 +2,15 @@ package healthroute
 
 import (
 	"context"
-	"errors"
 	"sync"
+	"sync/atomic"
 
 	"github.com/healthroute/healthroute/control"
 	"github.com/healthroute/healthroute/health"
 	"github.com/healthroute/healthroute/health/fleet"
+	"github.com/healthroute/healthroute/history"
 	"github.com/healthroute/healthroute/operator"
+	"github.com/healthroute/healthroute/routing"
 )
 
 // registry is the process-wide state shared by every healthroute block and carried
@@ -53,12 +55,33 @@ type registry struct {
 	follow  func() // runs the reload that again asks for; nil: none (tests)
 
 	api apiRegistry // the Route 53-compatible API's listeners and blocks
+
+	// The process-wide values below are read and written through shared, the
+	// running process's registry, whichever registry a block holds.
+
+	// histories is the process's check histories: every probe result and every
+	// change of a check's published status (after the fleet's quorum, before invert
+	// and overrides), by fingerprint, like the scheduler's checks.
+	histories *history.Store
+	// parsed is set when a block has been parsed and built, and cleared by the first
+	// OnStartup after it: CoreDNS parses every block before starting any, so that one
+	// returns to the OS what parsing them all left behind (the Corefile's tokens, the
+	// configuration's intermediate maps), which for a large configuration is several
+	// times what the routing keeps, and which the runtime would otherwise hold for
+	// minutes.
+	parsed       atomic.Bool
+	failing      failingOpen // the groups failing open, for the metrics and the status page
+	counting     counterSets // every block's query counters, for scrapes
+	restarting   atomic.Bool // a reload started by a route53 watcher runs
+	fleetMetrics sync.Once   // registers the fleet's metric families the first time a fleet starts
 }
 
-// shared is the registry of the running process. Tests build their own.
-var shared = &registry{}
-
-func init() { shared.follow = reloadFromDisk } // set here: reloadFromDisk refers to shared
+// shared is the registry of the running process. Tests build their own for the
+// blocks' shared state; the process-wide values are always shared's.
+var shared = &registry{
+	histories: history.New(),
+	failing:   failingOpen{byBlock: map[*routing.Resolver]map[[3]string]bool{}, count: map[[3]string]int{}, spans: map[[3]string][]openSpan{}},
+}
 
 func (r *registry) acquire(cfg *blockConfig) *health.Scheduler {
 	r.mu.Lock()
@@ -161,86 +184,6 @@ func (r *registry) release(cfg *blockConfig) {
 			r.fl = nil
 		}
 	}
-}
-
-// errReloadRunning refuses a reload asked for while another runs.
-var errReloadRunning = errors.New("healthroute: a reload is running; this one runs after it, from the Corefile on disk")
-
-// beginReload is the running instance's OnRestart: blocks started from now on
-// belong to the new instance until it has taken over. While a reload runs it refuses
-// the new one (caddy then calls abortReload for it, which must not touch the running
-// one) and notes that a reload must follow.
-func (r *registry) beginReload() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.reloading {
-		r.refused++
-		r.again = true
-		return errReloadRunning
-	}
-	r.reloading, r.pending = true, nil
-	return nil
-}
-
-// isReloading reports whether a reload runs: between the running instance's
-// OnRestart and its OnShutdown or OnRestartFailed.
-func (r *registry) isReloading() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.reloading
-}
-
-// started notes h, started by OnStartup, as the new instance's while a reload runs.
-func (r *registry) started(h *HealthRoute) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.reloading {
-		r.pending = append(r.pending, h)
-	}
-}
-
-// commitReload is the old instance's OnShutdown: the new instance has taken over,
-// its blocks are no longer pending. A reload refused meanwhile runs now.
-func (r *registry) commitReload() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.reloading, r.pending = false, nil
-	r.followLocked()
-}
-
-// abortReload is the running instance's OnRestartFailed: it shuts down the blocks
-// the failed reload started, which caddy discards without their OnShutdown, so
-// that they neither keep probing nor show on the API. A reload that beginReload
-// refused also ends here: it built nothing, and the running reload goes on.
-func (r *registry) abortReload() error {
-	r.mu.Lock()
-	if r.refused > 0 {
-		r.refused--
-		r.mu.Unlock()
-		return nil
-	}
-	pending, failed := r.pending, r.reloading
-	r.reloading, r.pending = false, nil
-	r.followLocked()
-	r.mu.Unlock()
-	if failed { // false when no reload ran (a later plugin failed after the commit)
-		reloadsFailed.Inc()
-	}
-	for _, h := range pending {
-		h.OnShutdown()
-	}
-	return nil
-}
-
-// followLocked starts the reload that a refusal asked for, once the running one has
-// ended. r.mu must be held.
-func (r *registry) followLocked() {
-	if !r.again || r.follow == nil {
-		r.again = false
-		return
-	}
-	r.again = false
-	go r.follow()
 }
 
 // useHistoryDir keeps the histories in dir (the api's history_dir) from now on.
