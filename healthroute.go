@@ -4,10 +4,8 @@ package healthroute
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"net/netip"
-	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -42,10 +40,6 @@ type HealthRoute struct {
 	sched          *health.Scheduler               // set by OnStartup, for the publish hook (which must not take the registry's lock)
 	notifier       atomic.Pointer[notify.Notifier] // the block's webhook, nil without one
 }
-
-// latencyTablePeriod is how often the latency_table and route53 files are checked for
-// changes.
-const latencyTablePeriod = 2 * time.Second
 
 // newHealthRoute returns the handler for cfg, sharing the process's checks, fleet member and
 // API listeners with the other blocks; it starts nothing until OnStartup.
@@ -298,111 +292,6 @@ func echoECS(m, r *dns.Msg, ecs *dns.EDNS0_SUBNET, cl netip.Prefix, scope uint8)
 // Ready implements ready.Readiness: true once every enabled check of this block has
 // a first result (disabled checks need none, calculated ones need their children's).
 func (h *HealthRoute) Ready() bool { return h.resolver.Ready() }
-
-// OnStartup acquires the process-wide scheduler, starts this block's checks and
-// subscribes the Resolver to health snapshots.
-func (h *HealthRoute) OnStartup() error {
-	if err := h.reg.acquireControls(h.cfg); err != nil {
-		return plugin.Error(pluginName, err)
-	}
-	if err := h.reg.startRoute53API(h.cfg); err != nil {
-		h.reg.releaseControls(h.cfg)
-		return plugin.Error(pluginName, err)
-	}
-	sched := h.reg.acquire(h.cfg)
-	h.sched = sched
-	initCheckSeries(h.cfg)
-	specs := h.specs()
-	if h.cfg.DataDir != "" {
-		h.reg.useDataDir(h.cfg.DataDir) // before Acquire: the checks start from what was saved
-	}
-	sched.Acquire(specs)
-	h.stop = sched.Subscribe(h.resolver.Publish)
-	h.reg.op.Register(h)
-	if a := h.cfg.API; a != nil {
-		if err := h.reg.op.AcquireAPI(a.Addr, a.TokenFile); err != nil {
-			// Undo the above, so a reload that fails here leaves nothing running
-			// for the old instance to share.
-			h.stop()
-			h.stop = nil
-			h.reg.op.Unregister(h)
-			h.dropCheckSeries()
-			sched.Release(specs)
-			h.reg.release(h.cfg)
-			h.reg.stopRoute53API(h.cfg)
-			h.reg.releaseControls(h.cfg)
-			return plugin.Error(pluginName, fmt.Errorf("%s:%d - api %s: %w", a.at.file, a.at.line, a.Addr, err))
-		}
-	}
-	if w := h.cfg.Webhook; w != nil {
-		h.notifier.Store(h.reg.acquireNotifier(w))
-	}
-	if a := h.cfg.API; a != nil && a.HistoryDir != "" {
-		h.reg.useHistoryDir(a.HistoryDir)
-	}
-	if path := h.cfg.LatencyTable; path != "" {
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			watchLatencyTable(ctx, h.resolver, path, h.cfg.fileLimit(), latencyTablePeriod)
-		}()
-		h.unwatch = func() { cancel(); <-done }
-	}
-	if r := h.cfg.Route53; r != nil {
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { defer close(done); watchRoute53(ctx, r, latencyTablePeriod, reloadInstance) }()
-		unwatch := h.unwatch
-		h.unwatch = func() {
-			cancel()
-			<-done
-			if unwatch != nil {
-				unwatch()
-			}
-		}
-	}
-	h.adoptCounters()
-	for _, s := range h.servers { // the last-resort series exist from the start
-		h.counters(s)
-	}
-	h.reg.started(h)
-	if shared.parsed.Swap(false) {
-		debug.FreeOSMemory()
-	}
-	return nil
-}
-
-// OnShutdown releases what OnStartup acquired; on reload it runs after the new
-// instance's OnStartup, so unchanged checks keep running.
-func (h *HealthRoute) OnShutdown() error {
-	h.reg.commitReload()
-	shared.counting.shutdown(h.cfg)
-	if h.stop == nil {
-		return nil
-	}
-	h.stop()
-	h.stop = nil
-	if h.cfg.API != nil {
-		h.reg.op.ReleaseAPI(h.cfg.API.Addr)
-	}
-	h.reg.op.Unregister(h)
-	h.dropCheckSeries()
-	shared.failing.drop(h.resolver)
-	if w := h.cfg.Webhook; w != nil && h.notifier.Swap(nil) != nil {
-		h.reg.releaseNotifier(w)
-	}
-	if h.unwatch != nil {
-		h.unwatch()
-		h.unwatch = nil
-	}
-	h.reg.noteCheckStates()
-	h.reg.scheduler().Release(h.specs())
-	h.reg.release(h.cfg)
-	h.reg.stopRoute53API(h.cfg)
-	h.reg.releaseControls(h.cfg)
-	return nil
-}
 
 // specs is every check of the block.
 func (h *HealthRoute) specs() []*health.Spec {

@@ -1,9 +1,7 @@
 package healthroute
 
 import (
-	"maps"
 	"net/netip"
-	"slices"
 	"strings"
 
 	"github.com/coredns/caddy"
@@ -75,62 +73,6 @@ func parseAZLine(c *caddy.Controller, cfg *blockConfig, key string, args []strin
 			return c.Errf("az_location: %s is given twice, expected one line per AZ ID", ch[0])
 		}
 		az.Declared[ch[0]], ps.azDeclPos[ch[0]] = ch, here
-	}
-	return nil
-}
-
-// azConsistent refuses az_location lines that place one zone group or region in two
-// different containing locations.
-func azConsistent(az *routing.AZConfig, declPos map[string]pos) error {
-	parent := map[string]string{} // zone group or region -> the AZ whose line placed it
-	for _, id := range slices.Sorted(maps.Keys(az.Declared)) {
-		d := az.Declared[id]
-		for lvl := 1; lvl < 3; lvl++ {
-			first, ok := parent[d[lvl]]
-			if p := az.Declared[first]; ok && !slices.Equal(p[lvl+1:], d[lvl+1:]) {
-				return declPos[id].errorf("az_location: %s %s is placed in %s here and in %s by the line of %s (line %d), expected one place",
-					routing.AZLevel(lvl+1), d[lvl], strings.Join(d[lvl+1:], " "), strings.Join(p[lvl+1:], " "), first, declPos[first].line)
-			}
-			if !ok {
-				parent[d[lvl]] = id
-			}
-		}
-	}
-	return nil
-}
-
-// validateAZ checks the location lines and the azaffinity members' locations, after
-// the whole block was read: each location must be placed in its containing ones.
-func validateAZ(cfg *blockConfig) error {
-	az := cfg.AZ
-	if az != nil {
-		if az.Server != nil {
-			if _, err := az.Chain(az.Server.Level, az.Server.ID); err != nil {
-				return cfg.parsing.azWhere[az.Server].errorf("location: %v", err)
-			}
-		}
-		for i := range az.Clients {
-			k := &az.Clients[i].Key
-			if _, err := az.Chain(k.Level, k.ID); err != nil {
-				return cfg.parsing.azClientPos[i].errorf("client_location: %v", err)
-			}
-		}
-		if err := azConsistent(az, cfg.parsing.azDeclPos); err != nil {
-			return err
-		}
-	}
-	for _, rs := range cfg.Records {
-		if rs.Policy != routing.PolicyAZAffinity {
-			continue
-		}
-		for _, m := range rs.Members {
-			if m.AZLevel == routing.AZGlobal {
-				continue
-			}
-			if _, err := az.Chain(m.AZLevel, m.AZID); err != nil {
-				return cfg.parsing.pos[m].errorf("record %s: %s: %v", rs.Name, m.AZLevel, err)
-			}
-		}
 	}
 	return nil
 }

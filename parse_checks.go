@@ -2,13 +2,11 @@ package healthroute
 
 import (
 	"fmt"
-	"maps"
 	"net"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/coredns/caddy"
 
@@ -82,29 +80,22 @@ func parseCheck(c *caddy.Controller, cfg *blockConfig, args []string) (*health.S
 		}
 		switch key {
 		case "interval", "timeout":
-			v, err := oneArg(c, a)
-			if err != nil {
-				return err
-			}
 			lo, hi, d := health.MinInterval, maxInterval, &s.Interval
 			if key == "timeout" {
 				lo, hi, d = minTimeout, maxTimeout, &s.Timeout
 			}
-			if *d, err = time.ParseDuration(v); err != nil || *d < lo || *d > hi {
-				return c.Errf("check %s: %s: invalid duration '%s', expected a duration from %s to %s", name, key, v, lo, hi)
-			}
-		case "failure_threshold", "recovery_threshold", "threshold":
-			v, err := oneArg(c, a)
-			if err != nil {
+			var err error
+			if *d, err = durationArg(c, a, lo, hi, "check "+name+": "+key, fmt.Sprintf("a duration from %s to %s", lo, hi)); err != nil {
 				return err
 			}
+		case "failure_threshold", "recovery_threshold", "threshold":
 			lo, hi := 1, 10
 			if key == "threshold" {
 				lo, hi = 0, 256
 			}
-			n, err := strconv.Atoi(v)
-			if err != nil || n < lo || n > hi {
-				return c.Errf("check %s: %s: invalid value '%s', expected a number from %d to %d", name, key, v, lo, hi)
+			n, err := intArg(c, a, lo, hi, "check "+name+": "+key, fmt.Sprintf("a number from %d to %d", lo, hi))
+			if err != nil {
+				return err
 			}
 			switch key {
 			case "failure_threshold":
@@ -164,30 +155,17 @@ func parseCheck(c *caddy.Controller, cfg *blockConfig, args []string) (*health.S
 		case "regions":
 			return parseCheckRegions(c, s, a)
 		case "checkers":
-			v, err := oneArg(c, a)
+			n, err := intArg(c, a, 1, maxCheckers, "check "+name+": checkers", fmt.Sprintf("a number of fleet members from 1 to %d", maxCheckers))
 			if err != nil {
 				return err
-			}
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 || n > maxCheckers {
-				return c.Errf("check %s: checkers: invalid value '%s', expected a number of fleet members from 1 to %d", name, v, maxCheckers)
 			}
 			s.Checkers = n
 		case "insufficient_data":
-			v, err := oneArg(c, a)
+			v, err := enumArg(c, a, noDataValues, "check "+name+": insufficient_data", "healthy, unhealthy or last_known")
 			if err != nil {
 				return err
 			}
-			switch v {
-			case "healthy":
-				s.NoData = health.NoDataHealthy
-			case "unhealthy":
-				s.NoData = health.NoDataUnhealthy
-			case "last_known":
-				s.NoData = health.LastKnown
-			default:
-				return c.Errf("check %s: insufficient_data: invalid value '%s', expected healthy, unhealthy or last_known", name, v)
-			}
+			s.NoData = v
 		}
 		return nil
 	})
@@ -256,75 +234,6 @@ func checkTarget(typ health.Type, t string) (string, error) {
 	return u.String(), nil
 }
 
-// resolveChildren links calculated checks to their children and refuses unknown
-// children and cycles.
-func resolveChildren(cfg *blockConfig, children map[*health.Spec][]childRef) error {
-	order := slices.SortedFunc(maps.Keys(children), func(a, b *health.Spec) int {
-		return children[a][0].pos.line - children[b][0].pos.line // Corefile order: stable errors
-	})
-	for _, s := range order {
-		refs := children[s]
-		for _, r := range refs {
-			k, ok := cfg.Checks[r.name]
-			if !ok {
-				return r.pos.errorf("check %s: unknown child check '%s'", s.Name, r.name)
-			}
-			s.Children = append(s.Children, k)
-		}
-	}
-	const (
-		white = iota
-		grey
-		black
-	)
-	color := map[*health.Spec]int{}
-	var visit func(s *health.Spec, path []string) error
-	visit = func(s *health.Spec, path []string) error {
-		switch color[s] {
-		case grey:
-			return children[s][0].pos.errorf("check %s: calculated checks form a cycle: %s", s.Name, strings.Join(append(path, s.Name), " -> "))
-		case black:
-			return nil
-		}
-		color[s] = grey
-		for _, k := range s.Children {
-			if err := visit(k, append(path, s.Name)); err != nil {
-				return err
-			}
-		}
-		color[s] = black
-		return nil
-	}
-	for _, s := range order {
-		if err := visit(s, nil); err != nil {
-			return err
-		}
-	}
-	// Evaluating a calculated check walks its children recursively, a child shared by
-	// several parents once per path: ladders of shared children grow exponentially.
-	// Bound the sum over every check, counted the same way (saturating).
-	size := map[*health.Spec]int{}
-	var expand func(s *health.Spec) int
-	expand = func(s *health.Spec) int {
-		if n, ok := size[s]; ok {
-			return n
-		}
-		n := 1
-		for _, k := range s.Children {
-			n = min(n+expand(k), maxCheckExpansion+1)
-		}
-		size[s] = n
-		return n
-	}
-	total := len(cfg.Checks) - len(order)
-	for _, s := range order {
-		if total += expand(s); total > maxCheckExpansion {
-			return children[s][0].pos.errorf("check %s: calculated checks expand to more than %d child evaluations (a child shared by several parents counts once per path), expected at most %d: share fewer children between nested calculated checks", s.Name, maxCheckExpansion, maxCheckExpansion)
-		}
-	}
-	return nil
-}
-
 // maxCheckers bounds a check's checkers: Route 53 has at most 8 checker regions of
 // about 2 checkers each; more than 16 probes an interval buy no independence.
 const maxCheckers = 16
@@ -361,3 +270,6 @@ func isRegionName(s string) bool {
 	}
 	return true
 }
+
+// noDataValues are the insufficient_data keywords.
+var noDataValues = map[string]health.NoData{"healthy": health.NoDataHealthy, "unhealthy": health.NoDataUnhealthy, "last_known": health.LastKnown}

@@ -139,61 +139,6 @@ func controlNames(cfg *blockConfig) []string {
 	return out
 }
 
-// finishControls completes cfg.Controls once the block is read: a block with
-// control checks and no controls property gets a single voter of its own (or,
-// in a fleet, an error: the voters must be listed); the rules must name control
-// checks and form no gating cycle; the control port must be authenticated or on
-// loopback.
-func finishControls(cfg *blockConfig, checkPos map[string]pos) error {
-	names := controlNames(cfg)
-	cc := cfg.Controls
-	if cc == nil {
-		if len(names) == 0 && cfg.R53API == nil {
-			return nil
-		}
-		if len(names) == 0 { // the API's record sets live in the same state
-			if cfg.Fleet != nil && len(cfg.Fleet.Join) > 0 {
-				return cfg.R53API.at.errorf("route53_api: in a fleet the API's record sets live in the replicated state: expected a controls block listing the voters (controls { voters NAME=ADDRESS:PORT... })")
-			}
-			cfg.Controls = &controlsConfig{DataDir: cfg.controlsDir, rulePos: map[string]pos{}, at: cfg.R53API.at}
-			return nil
-		}
-		at := checkPos[names[0]]
-		if cfg.Fleet != nil && len(cfg.Fleet.Join) > 0 {
-			return at.errorf("check %s: control checks in a fleet need a controls block listing the voters (controls { voters NAME=ADDRESS:PORT... }), so that every member holds the same state", names[0])
-		}
-		cc = &controlsConfig{DataDir: cfg.controlsDir, rulePos: map[string]pos{}, at: at}
-		cfg.Controls = cc
-	}
-	for _, r := range cc.Rules {
-		if err := control.CheckRules([]control.Rule{r}, names); err != nil {
-			return cc.rulePos[r.Name].errorf("controls: %v", err)
-		}
-	}
-	if err := control.CheckRules(cc.Rules, names); err != nil {
-		return cc.at.errorf("controls: %v", err)
-	}
-	if cfg.Fleet != nil {
-		if len(cfg.Fleet.Join) > 0 && len(cc.Voters) == 0 {
-			return cc.at.errorf("controls: voters: missing, expected every member's NAME=ADDRESS:PORT (its fleet name and control port), this one's included")
-		}
-		if !cc.bindSet {
-			cc.Bind = netip.AddrPortFrom(cfg.Fleet.Bind.Addr(), control.DefaultPort).String()
-		}
-	} else if len(cc.Voters) > 0 && !cc.bindSet {
-		return cc.at.errorf("controls: bind: missing, expected this member's control port (ADDRESS:PORT) to reach the voters")
-	}
-	if len(cc.Voters) > 0 && !slices.ContainsFunc(cc.Voters, func(s control.Server) bool { return s.ID == controlsMember(cfg) }) {
-		return cc.at.errorf("controls: voters: this member (%s) is not listed, expected it among the voters", controlsMember(cfg))
-	}
-	if cc.Bind != "" && (cfg.Fleet == nil || len(cfg.Fleet.Key) == 0) {
-		if ap, _ := netip.ParseAddrPort(cc.Bind); !ap.Addr().IsLoopback() {
-			return cc.at.errorf("controls: bind: %s is not a loopback address and there is no fleet key_file to authenticate the control port: anyone reaching it could change controls; expected a loopback address or a fleet with key_file", cc.Bind)
-		}
-	}
-	return nil
-}
-
 // controlsMember is this member's name in the control state: its fleet name, or
 // "local" without a fleet.
 func controlsMember(cfg *blockConfig) string {

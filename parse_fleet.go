@@ -40,15 +40,7 @@ func parseFleet(c *caddy.Controller, cfg *blockConfig) error {
 		}
 		seen[key] = true
 		duration := func(lo, hi time.Duration) (time.Duration, error) {
-			v, err := oneArg(c, a)
-			if err != nil {
-				return 0, err
-			}
-			d, err := time.ParseDuration(v)
-			if err != nil || d < lo || d > hi {
-				return 0, c.Errf("fleet: %s: invalid duration '%s', expected %s to %s", key, v, lo, hi)
-			}
-			return d, nil
+			return durationArg(c, a, lo, hi, "fleet: "+key, fmt.Sprintf("%s to %s", lo, hi))
 		}
 		switch key {
 		case "bind":
@@ -127,18 +119,11 @@ func parseFleet(c *caddy.Controller, cfg *blockConfig) error {
 			}
 			fc.Insecure = true
 		case "profile":
-			v, err := oneArg(c, a)
+			p, err := enumArg(c, a, map[string]fleet.Profile{"wan": fleet.WAN, "lan": fleet.LAN}, "fleet: profile", "lan or wan")
 			if err != nil {
 				return err
 			}
-			switch v {
-			case "wan":
-				fc.Profile = fleet.WAN
-			case "lan":
-				fc.Profile = fleet.LAN
-			default:
-				return c.Errf("fleet: profile: invalid value '%s', expected lan or wan", v)
-			}
+			fc.Profile = p
 		case "heartbeat":
 			d, err := duration(100*time.Millisecond, 10*time.Second)
 			if err != nil {

@@ -5,7 +5,6 @@ import (
 	"maps"
 	"net"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/coredns/caddy"
@@ -51,11 +50,7 @@ func parseRoute53API(c *caddy.Controller, cfg *blockConfig, args []string) error
 			return err
 		}
 		num := func(lo, hi int) (int, error) {
-			n, err := strconv.Atoi(arg)
-			if err != nil || n < lo || n > hi {
-				return 0, c.Errf("route53_api: %s: invalid value '%s', expected a number from %d to %d", key, arg, lo, hi)
-			}
-			return n, nil
+			return intArg(c, v, lo, hi, "route53_api: "+key, fmt.Sprintf("a number from %d to %d", lo, hi))
 		}
 		switch key {
 		case "access_keys":

@@ -17,6 +17,10 @@ import (
 // Reloads and the file watchers that start them: a registry runs one reload at a
 // time, and the route53 and latency_table files are watched while a block runs.
 
+// latencyTablePeriod is how often the latency_table and route53 files are checked for
+// changes.
+const latencyTablePeriod = 2 * time.Second
+
 func init() { shared.follow = reloadFromDisk } // set here: reloadFromDisk refers to shared
 
 // errReloadRunning refuses a reload asked for while another runs.
@@ -200,4 +204,32 @@ func currentInstance() *caddy.Instance {
 		return nil
 	}
 	return insts[len(insts)-1]
+}
+
+// startWatchers watches the block's latency_table and route53 files while it runs:
+// a changed latency table is loaded in place, changed route53 files reload the
+// instance. h.unwatch stops them.
+func (h *HealthRoute) startWatchers() {
+	if path := h.cfg.LatencyTable; path != "" {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			watchLatencyTable(ctx, h.resolver, path, h.cfg.fileLimit(), latencyTablePeriod)
+		}()
+		h.unwatch = func() { cancel(); <-done }
+	}
+	if r := h.cfg.Route53; r != nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); watchRoute53(ctx, r, latencyTablePeriod, reloadInstance) }()
+		unwatch := h.unwatch
+		h.unwatch = func() {
+			cancel()
+			<-done
+			if unwatch != nil {
+				unwatch()
+			}
+		}
+	}
 }

@@ -2,23 +2,12 @@ package healthroute
 
 import (
 	"fmt"
-	"math"
-	"path/filepath"
-	"strconv"
-	"strings"
-	"time"
+	"runtime/debug"
 
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/core/dnsserver"
 	"github.com/coredns/coredns/plugin"
 	clog "github.com/coredns/coredns/plugin/pkg/log"
-	"github.com/miekg/dns"
-
-	"github.com/healthroute/healthroute/control"
-	"github.com/healthroute/healthroute/health"
-	"github.com/healthroute/healthroute/internal/watch"
-	"github.com/healthroute/healthroute/routing"
-	"github.com/healthroute/healthroute/view"
 )
 
 const pluginName = "healthroute"
@@ -64,361 +53,88 @@ func setup(c *caddy.Controller) error {
 // reloadHooks is the instance storage key that says the reload hooks are registered.
 type reloadHooks struct{}
 
-// defaultTTL is the answer TTL when the block sets none.
-const defaultTTL = 60
-
-// parse reads the healthroute directive of one server block into a validated
-// blockConfig. It starts nothing. node is the running replicated state's node, nil
-// when none runs: route53_api reads the record sets it manages from it.
-func parse(c *caddy.Controller, node *control.Node) (*blockConfig, error) {
-	cfg := &blockConfig{Config: routing.Config{TTL: defaultTTL, Regions: map[string]routing.Region{}, Checks: map[string]*health.Spec{}}}
-	cfg.state().node = node
-	if !c.Next() { // "healthroute"
-		return nil, c.ArgErr()
+// OnStartup acquires the process-wide scheduler, starts this block's checks and
+// subscribes the Resolver to health snapshots.
+func (h *HealthRoute) OnStartup() error {
+	if err := h.reg.acquireControls(h.cfg); err != nil {
+		return plugin.Error(pluginName, err)
 	}
-	first := c.Line()
-	cfg.Zones = plugin.OriginsFromArgsOrServerBlock(c.RemainingArgs(), c.ServerBlockKeys)
-	var children map[*health.Spec][]childRef // calculated checks, resolved after the block
-	var tablePos pos                         // where latency_table was given
-	checkPos := map[string]pos{}             // where each control check was given
-	cfg.controlsDir = rootPath(c, defaultControlsDir)
-	opts := seen{}
-	err := block(c, func(key string, args []string) error {
-		switch key {
-		case "ttl", "fallthrough", "soa", "ns", "max_probes", "max_file_size", "latency_table", "api", "webhook":
-			if err := opts.once(c, "", key); err != nil {
-				return err
-			}
-		}
-		switch key {
-		case "ttl":
-			v, err := oneArg(c, args)
-			if err != nil {
-				return err
-			}
-			n, err := strconv.ParseUint(v, 10, 32)
-			if err != nil || n > math.MaxInt32 {
-				return c.Errf("ttl: invalid value '%s', expected seconds from 0 to %d", v, math.MaxInt32)
-			}
-			cfg.TTL = uint32(n)
-		case "fallthrough":
-			cfg.Fall.SetZonesFromArgs(args)
-		case "soa":
-			return parseSOA(c, cfg, args)
-		case "ns":
-			return parseNS(c, cfg, args)
-		case "max_probes":
-			v, err := oneArg(c, args)
-			if err != nil {
-				return err
-			}
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 || n > 1_000_000 {
-				return c.Errf("max_probes: invalid value '%s', expected a number from 1 to 1000000", v)
-			}
-			cfg.MaxInFlight = n
-		case "max_file_size":
-			v, err := oneArg(c, args)
-			if err != nil {
-				return err
-			}
-			n, ok := watch.ParseSize(v)
-			if !ok {
-				return c.Errf("max_file_size: invalid value '%s', expected a size from 1K to 4G (a number of bytes, or with K, M or G: KiB, MiB, GiB)", v)
-			}
-			cfg.MaxFileSize = n
-		case "latency_table":
-			v, err := oneArg(c, args)
-			if err != nil {
-				return err
-			}
-			cfg.LatencyTable, tablePos = rootPath(c, v), pos{c.File(), c.Line()}
-		case "data_dir":
-			dir, err := parseWritableDir(c, opts, "", key, args)
-			if err != nil {
-				return err
-			}
-			cfg.DataDir = dir
-		case "api":
-			a, err := parseAPI(c, args)
-			if err != nil {
-				return err
-			}
-			cfg.API = a
-		case "webhook":
-			w, err := parseWebhook(c, args)
-			if err != nil {
-				return err
-			}
-			cfg.Webhook = w
-		case "fleet":
-			if len(args) != 0 {
-				return c.ArgErr()
-			}
-			return parseFleet(c, cfg)
-		case "route53":
-			if err := opts.once(c, "", key); err != nil {
-				return err
-			}
-			return parseRoute53(c, cfg, args)
-		case "controls":
-			if err := opts.once(c, "", key); err != nil {
-				return err
-			}
-			return parseControls(c, cfg, args)
-		case "route53_api":
-			if err := opts.once(c, "", key); err != nil {
-				return err
-			}
-			return parseRoute53API(c, cfg, args)
-		case "region", "check", "record":
-			if key == "check" && len(args) > 0 {
-				checkPos[args[0]] = pos{c.File(), c.Line()}
-			}
-			return parseZoneLine(c, cfg, key, args, &children)
-		case "location", "client_location", "az_location":
-			return parseAZLine(c, cfg, key, args)
-		default:
-			return c.Errf("unknown property '%s'", key)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
+	if err := h.reg.startRoute53API(h.cfg); err != nil {
+		h.reg.releaseControls(h.cfg)
+		return plugin.Error(pluginName, err)
 	}
-	if c.Next() { // the dispenser holds every healthroute line of the server block
-		if c.Val() != pluginName { // a block's '{' must be on the directive's line
-			return nil, c.Errf("unexpected '%s', expected '{' at the end of the healthroute line", c.Val())
-		}
-		return nil, c.Errf("healthroute is given twice in this server block (first at line %d), expected one healthroute block per server block", first)
+	sched := h.reg.acquire(h.cfg)
+	h.sched = sched
+	initCheckSeries(h.cfg)
+	specs := h.specs()
+	if h.cfg.DataDir != "" {
+		h.reg.useDataDir(h.cfg.DataDir) // before Acquire: the checks start from what was saved
 	}
-	if cfg.Route53 != nil {
-		if err := loadRoute53(cfg, &children); err != nil {
-			return nil, err
+	sched.Acquire(specs)
+	// Health reaches the answers here: each snapshot the scheduler publishes
+	// compiles a new routing table (routing.Resolver.Publish).
+	h.stop = sched.Subscribe(h.resolver.Publish)
+	h.reg.op.Register(h)
+	if a := h.cfg.API; a != nil {
+		if err := h.reg.op.AcquireAPI(a.Addr, a.TokenFile); err != nil {
+			// Undo the above, so a reload that fails here leaves nothing running
+			// for the old instance to share.
+			h.stop()
+			h.stop = nil
+			h.reg.op.Unregister(h)
+			h.dropCheckSeries()
+			sched.Release(specs)
+			h.reg.release(h.cfg)
+			h.reg.stopRoute53API(h.cfg)
+			h.reg.releaseControls(h.cfg)
+			return plugin.Error(pluginName, fmt.Errorf("%s:%d - api %s: %w", a.at.file, a.at.line, a.Addr, err))
 		}
 	}
-	if cfg.R53API != nil {
-		if err := loadRoute53API(cfg, &children); err != nil {
-			return nil, err
-		}
+	if w := h.cfg.Webhook; w != nil {
+		h.notifier.Store(h.reg.acquireNotifier(w))
 	}
-	if err := resolveChildren(cfg, children); err != nil {
-		return nil, err
+	if a := h.cfg.API; a != nil && a.HistoryDir != "" {
+		h.reg.useHistoryDir(a.HistoryDir)
 	}
-	if err := finishControls(cfg, checkPos); err != nil {
-		return nil, err
+	h.startWatchers()
+	h.adoptCounters()
+	for _, s := range h.servers { // the last-resort series exist from the start
+		h.counters(s)
 	}
-	for _, s := range cfg.Checks {
-		s.Seal()
-	}
-	if err := validateAZ(cfg); err != nil {
-		return nil, err
-	}
-	if err := validate(cfg); err != nil {
-		return nil, err
-	}
-	for _, w := range placementWarnings(cfg) {
-		log.Warning(w)
-	}
-	if err := authorityDefaults(cfg, time.Now()); err != nil {
-		return nil, err
-	}
-	cfg.parsing = nil // resolved: what parse left goes, so the running block is plain data
-	if cfg.LatencyTable != "" {
-		t, err := routing.LoadLatencyTable(cfg.LatencyTable, routing.RegionIDs(&cfg.Config), cfg.fileLimit())
-		if err != nil {
-			return nil, tablePos.errorf("latency_table: %v", limitHint(err))
-		}
-		cfg.latency = t
-	}
-	return cfg, nil
-}
-
-// parseZoneLine reads a region, check or record line and what follows it, into cfg;
-// calculated checks' children are kept in children, to be resolved after the block.
-func parseZoneLine(c *caddy.Controller, cfg *blockConfig, key string, args []string, children *map[*health.Spec][]childRef) error {
-	switch key {
-	case "region":
-		r, err := parseRegion(c, args)
-		if err != nil {
-			return err
-		}
-		if _, dup := cfg.Regions[r.Name]; dup {
-			return c.Errf("region '%s' is defined twice", r.Name)
-		}
-		cfg.Regions[r.Name] = r
-	case "check":
-		spec, kids, err := parseCheck(c, cfg, args)
-		if err != nil {
-			return err
-		}
-		if kids != nil {
-			if *children == nil {
-				*children = map[*health.Spec][]childRef{}
-			}
-			(*children)[spec] = kids
-		}
-		cfg.Checks[spec.Name] = spec
-	case "record":
-		rs, err := parseRecord(c, cfg, args)
-		if err != nil {
-			return err
-		}
-		cfg.Records = append(cfg.Records, rs)
+	h.reg.started(h)
+	if shared.parsed.Swap(false) {
+		debug.FreeOSMemory()
 	}
 	return nil
 }
 
-func parseRegion(c *caddy.Controller, args []string) (routing.Region, error) {
-	if len(args) != 3 {
-		return routing.Region{}, c.ArgErr()
-	}
-	lat, lon, ok := parseCoords(args[1], args[2])
-	if !ok {
-		return routing.Region{}, c.Errf("region %s: invalid coordinates '%s %s', expected %s", args[0], args[1], args[2], coordsWant)
-	}
-	return routing.Region{Name: args[0], Lat: lat, Lon: lon}, nil
-}
-
-// coordsWant says what parseCoords accepts, for error messages.
-const coordsWant = "LATITUDE (-90..90) LONGITUDE (-180..180) in decimal degrees"
-
-// parseCoords reads a latitude and a longitude in decimal degrees. NaN, infinities
-// and values off the globe are refused.
-func parseCoords(lat, lon string) (float64, float64, bool) {
-	la, err1 := strconv.ParseFloat(lat, 64)
-	lo, err2 := strconv.ParseFloat(lon, 64)
-	return la, lo, err1 == nil && err2 == nil && view.ValidCoords(la, lo)
-}
-
-// childRef is a calculated check's child, by name, with where it was named.
-type childRef struct {
-	name string
-	pos  pos
-}
-
-// probed are the check types that send probes of their own.
-var probed = []health.Type{health.HTTP, health.HTTPS, health.TCP, health.WebSocket, health.GRPC, health.Prometheus}
-
-// checkOptions lists every check option with the types it applies to; nil: every
-// type. Each option is given at most once.
-var checkOptions = map[string][]health.Type{
-	"interval": probed, "timeout": probed, "failure_threshold": probed, "recovery_threshold": probed,
-	"threshold":         {health.Calculated},
-	"host":              {health.HTTP, health.HTTPS, health.WebSocket},
-	"match":             {health.HTTP, health.HTTPS},
-	"status":            {health.HTTP, health.HTTPS},
-	"send":              {health.WebSocket},
-	"expect":            {health.WebSocket},
-	"service":           {health.GRPC},
-	"tls":               {health.GRPC},
-	"query":             {health.Prometheus},
-	"insufficient_data": {health.Prometheus},
-	"regions":           probed,
-	"checkers":          probed,
-	"invert":            nil,
-	"disabled":          nil,
-}
-
-// Duration ranges of check options.
-const (
-	maxInterval = 24 * time.Hour
-	minTimeout  = time.Millisecond
-	maxTimeout  = time.Hour
-)
-
-// maxCheckExpansion bounds the checks evaluated, counted once per path through
-// calculated checks, to judge every check of a block once.
-const maxCheckExpansion = 1_000_000
-
-// block parses the optional "{ ... }" after a line's arguments, calling each with
-// every line's first token and the rest of that line. It is the one way blocks are
-// read, at every level: the caller reads its own line's arguments first (RemainingArgs
-// stops in front of '{'), so the only token left on the line is '{'. A block may sit on
-// one line, `{ token_file FILE }`: its '}' then arrives as the line's last argument,
-// or, after a nested one-line block, as the next token on the line.
-func block(c *caddy.Controller, each func(key string, args []string) error) error {
-	if !c.NextArg() {
+// OnShutdown releases what OnStartup acquired; on reload it runs after the new
+// instance's OnStartup, so unchanged checks keep running.
+func (h *HealthRoute) OnShutdown() error {
+	h.reg.commitReload()
+	shared.counting.shutdown(h.cfg)
+	if h.stop == nil {
 		return nil
 	}
-	for c.Next() {
-		if c.Val() == "}" {
-			return nil
-		}
-		key := c.Val()
-		args, closed := closing(c.RemainingArgs())
-		if err := each(key, args); err != nil {
-			return err
-		}
-		if closed {
-			return nil
-		}
-		if c.NextArg() { // each left a token on its line: '{' it did not read, or our '}'
-			if c.Val() == "}" {
-				return nil
-			}
-			return c.Errf("%s: unexpected '%s', expected the end of the line (%s takes no block)", key, c.Val(), key)
-		}
+	h.stop()
+	h.stop = nil
+	if h.cfg.API != nil {
+		h.reg.op.ReleaseAPI(h.cfg.API.Addr)
 	}
-	return c.EOFErr()
-}
-
-// closing strips a block's closing '}' from the end of a line's arguments.
-func closing(args []string) ([]string, bool) {
-	if n := len(args); n > 0 && args[n-1] == "}" {
-		return args[:n-1], true
+	h.reg.op.Unregister(h)
+	h.dropCheckSeries()
+	shared.failing.drop(h.resolver)
+	if w := h.cfg.Webhook; w != nil && h.notifier.Swap(nil) != nil {
+		h.reg.releaseNotifier(w)
 	}
-	return args, false
-}
-
-// oneArg returns an option's single argument.
-func oneArg(c *caddy.Controller, args []string) (string, error) {
-	if len(args) != 1 {
-		return "", c.ArgErr()
+	if h.unwatch != nil {
+		h.unwatch()
+		h.unwatch = nil
 	}
-	return args[0], nil
-}
-
-// seen remembers the line of each single-valued option of one block, so a second
-// one is refused rather than silently winning.
-type seen map[string]int
-
-// once records key, or refuses it when the block gave it already; prefix names the
-// block in the error ("check web: ").
-func (s seen) once(c *caddy.Controller, prefix, key string) error {
-	if line, dup := s[key]; dup {
-		return c.Errf("%s%s is given twice (first at line %d), expected it once", prefix, key, line)
-	}
-	s[key] = c.Line()
+	h.reg.noteCheckStates()
+	h.reg.scheduler().Release(h.specs())
+	h.reg.release(h.cfg)
+	h.reg.stopRoute53API(h.cfg)
+	h.reg.releaseControls(h.cfg)
 	return nil
-}
-
-// rootPath resolves a file named in the Corefile: a relative path is relative to the
-// server's root directory (the root plugin), as CoreDNS's file plugin reads it.
-func rootPath(c *caddy.Controller, path string) string {
-	if filepath.IsAbs(path) {
-		return path
-	}
-	return filepath.Join(dnsserver.GetConfig(c).Root, path)
-}
-
-// normalizeName checks that n is a domain name and returns it lower-cased and fully
-// qualified. A leading "*." label (a wildcard owner) is allowed when wild is set.
-func normalizeName(n string, wild bool) (string, bool) {
-	if _, ok := dns.IsDomainName(n); !ok || n == "" {
-		return "", false
-	}
-	n = plugin.Name(n).Normalize()
-	if i := strings.IndexByte(n, '*'); i >= 0 && (!wild || i != 0 || !strings.HasPrefix(n, "*.") || strings.Count(n, "*") > 1) {
-		return "", false
-	}
-	return n, true
-}
-
-// limitHint adds to a file's size-limit error how to raise the limit.
-func limitHint(err error) error {
-	if watch.IsTooLarge(err) {
-		return fmt.Errorf("%w (max_file_size raises the limit)", err)
-	}
-	return err
 }

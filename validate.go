@@ -1,18 +1,51 @@
 package healthroute
 
 import (
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/miekg/dns"
 
+	"github.com/healthroute/healthroute/control"
+	"github.com/healthroute/healthroute/health"
 	"github.com/healthroute/healthroute/routing"
 )
 
-// validate checks what needs the whole block: check and alias targets, cycles, set
-// identifiers, per-group membership rules and type clashes.
-func validate(cfg *blockConfig) error {
+// validate checks what needs the whole block, once parse has read it (and the
+// route53 and route53_api record sets): calculated checks' children, the controls,
+// the location lines, the record sets, and the authority's defaults. children are the
+// calculated checks' children as written, checkPos where each check was given.
+func validate(cfg *blockConfig, children map[*health.Spec][]childRef, checkPos map[string]pos) error {
+	if err := resolveChildren(cfg, children); err != nil {
+		return err
+	}
+	if err := finishControls(cfg, checkPos); err != nil {
+		return err
+	}
+	for _, s := range cfg.Checks {
+		s.Seal()
+	}
+	if err := validateAZ(cfg); err != nil {
+		return err
+	}
+	if err := validateRecords(cfg); err != nil {
+		return err
+	}
+	for _, w := range placementWarnings(cfg) {
+		log.Warning(w)
+	}
+	if err := authorityDefaults(cfg, time.Now()); err != nil {
+		return err
+	}
+	return nil
+}
+
+// validateRecords checks what the record sets need of each other: check and alias
+// targets, cycles, set identifiers, per-group membership rules and type clashes.
+func validateRecords(cfg *blockConfig) error {
 	sets := map[string][]*routing.RecordSet{} // by name: one block per type, or one for all
 	parsed := cfg.state()
 	for _, rs := range cfg.Records {
@@ -282,6 +315,186 @@ func validateAZGroup(parsed *parseState, rs *routing.RecordSet, t string, group 
 	}
 	if !seen[routing.AZKey{Level: routing.AZGlobal}] {
 		log.Warningf("record %s: azaffinity %s group has no global member: queries from unknown locations get no answer", rs.Name, t)
+	}
+	return nil
+}
+
+// resolveChildren links calculated checks to their children and refuses unknown
+// children and cycles.
+func resolveChildren(cfg *blockConfig, children map[*health.Spec][]childRef) error {
+	order := slices.SortedFunc(maps.Keys(children), func(a, b *health.Spec) int {
+		return children[a][0].pos.line - children[b][0].pos.line // Corefile order: stable errors
+	})
+	for _, s := range order {
+		refs := children[s]
+		for _, r := range refs {
+			k, ok := cfg.Checks[r.name]
+			if !ok {
+				return r.pos.errorf("check %s: unknown child check '%s'", s.Name, r.name)
+			}
+			s.Children = append(s.Children, k)
+		}
+	}
+	const (
+		white = iota
+		grey
+		black
+	)
+	color := map[*health.Spec]int{}
+	var visit func(s *health.Spec, path []string) error
+	visit = func(s *health.Spec, path []string) error {
+		switch color[s] {
+		case grey:
+			return children[s][0].pos.errorf("check %s: calculated checks form a cycle: %s", s.Name, strings.Join(append(path, s.Name), " -> "))
+		case black:
+			return nil
+		}
+		color[s] = grey
+		for _, k := range s.Children {
+			if err := visit(k, append(path, s.Name)); err != nil {
+				return err
+			}
+		}
+		color[s] = black
+		return nil
+	}
+	for _, s := range order {
+		if err := visit(s, nil); err != nil {
+			return err
+		}
+	}
+	// Evaluating a calculated check walks its children recursively, a child shared by
+	// several parents once per path: ladders of shared children grow exponentially.
+	// Bound the sum over every check, counted the same way (saturating).
+	size := map[*health.Spec]int{}
+	var expand func(s *health.Spec) int
+	expand = func(s *health.Spec) int {
+		if n, ok := size[s]; ok {
+			return n
+		}
+		n := 1
+		for _, k := range s.Children {
+			n = min(n+expand(k), maxCheckExpansion+1)
+		}
+		size[s] = n
+		return n
+	}
+	total := len(cfg.Checks) - len(order)
+	for _, s := range order {
+		if total += expand(s); total > maxCheckExpansion {
+			return children[s][0].pos.errorf("check %s: calculated checks expand to more than %d child evaluations (a child shared by several parents counts once per path), expected at most %d: share fewer children between nested calculated checks", s.Name, maxCheckExpansion, maxCheckExpansion)
+		}
+	}
+	return nil
+}
+
+// finishControls completes cfg.Controls once the block is read: a block with
+// control checks and no controls property gets a single voter of its own (or,
+// in a fleet, an error: the voters must be listed); the rules must name control
+// checks and form no gating cycle; the control port must be authenticated or on
+// loopback.
+func finishControls(cfg *blockConfig, checkPos map[string]pos) error {
+	names := controlNames(cfg)
+	cc := cfg.Controls
+	if cc == nil {
+		if len(names) == 0 && cfg.R53API == nil {
+			return nil
+		}
+		if len(names) == 0 { // the API's record sets live in the same state
+			if cfg.Fleet != nil && len(cfg.Fleet.Join) > 0 {
+				return cfg.R53API.at.errorf("route53_api: in a fleet the API's record sets live in the replicated state: expected a controls block listing the voters (controls { voters NAME=ADDRESS:PORT... })")
+			}
+			cfg.Controls = &controlsConfig{DataDir: cfg.controlsDir, rulePos: map[string]pos{}, at: cfg.R53API.at}
+			return nil
+		}
+		at := checkPos[names[0]]
+		if cfg.Fleet != nil && len(cfg.Fleet.Join) > 0 {
+			return at.errorf("check %s: control checks in a fleet need a controls block listing the voters (controls { voters NAME=ADDRESS:PORT... }), so that every member holds the same state", names[0])
+		}
+		cc = &controlsConfig{DataDir: cfg.controlsDir, rulePos: map[string]pos{}, at: at}
+		cfg.Controls = cc
+	}
+	for _, r := range cc.Rules {
+		if err := control.CheckRules([]control.Rule{r}, names); err != nil {
+			return cc.rulePos[r.Name].errorf("controls: %v", err)
+		}
+	}
+	if err := control.CheckRules(cc.Rules, names); err != nil {
+		return cc.at.errorf("controls: %v", err)
+	}
+	if cfg.Fleet != nil {
+		if len(cfg.Fleet.Join) > 0 && len(cc.Voters) == 0 {
+			return cc.at.errorf("controls: voters: missing, expected every member's NAME=ADDRESS:PORT (its fleet name and control port), this one's included")
+		}
+		if !cc.bindSet {
+			cc.Bind = netip.AddrPortFrom(cfg.Fleet.Bind.Addr(), control.DefaultPort).String()
+		}
+	} else if len(cc.Voters) > 0 && !cc.bindSet {
+		return cc.at.errorf("controls: bind: missing, expected this member's control port (ADDRESS:PORT) to reach the voters")
+	}
+	if len(cc.Voters) > 0 && !slices.ContainsFunc(cc.Voters, func(s control.Server) bool { return s.ID == controlsMember(cfg) }) {
+		return cc.at.errorf("controls: voters: this member (%s) is not listed, expected it among the voters", controlsMember(cfg))
+	}
+	if cc.Bind != "" && (cfg.Fleet == nil || len(cfg.Fleet.Key) == 0) {
+		if ap, _ := netip.ParseAddrPort(cc.Bind); !ap.Addr().IsLoopback() {
+			return cc.at.errorf("controls: bind: %s is not a loopback address and there is no fleet key_file to authenticate the control port: anyone reaching it could change controls; expected a loopback address or a fleet with key_file", cc.Bind)
+		}
+	}
+	return nil
+}
+
+// validateAZ checks the location lines and the azaffinity members' locations, after
+// the whole block was read: each location must be placed in its containing ones.
+func validateAZ(cfg *blockConfig) error {
+	az := cfg.AZ
+	if az != nil {
+		if az.Server != nil {
+			if _, err := az.Chain(az.Server.Level, az.Server.ID); err != nil {
+				return cfg.parsing.azWhere[az.Server].errorf("location: %v", err)
+			}
+		}
+		for i := range az.Clients {
+			k := &az.Clients[i].Key
+			if _, err := az.Chain(k.Level, k.ID); err != nil {
+				return cfg.parsing.azClientPos[i].errorf("client_location: %v", err)
+			}
+		}
+		if err := azConsistent(az, cfg.parsing.azDeclPos); err != nil {
+			return err
+		}
+	}
+	for _, rs := range cfg.Records {
+		if rs.Policy != routing.PolicyAZAffinity {
+			continue
+		}
+		for _, m := range rs.Members {
+			if m.AZLevel == routing.AZGlobal {
+				continue
+			}
+			if _, err := az.Chain(m.AZLevel, m.AZID); err != nil {
+				return cfg.parsing.pos[m].errorf("record %s: %s: %v", rs.Name, m.AZLevel, err)
+			}
+		}
+	}
+	return nil
+}
+
+// azConsistent refuses az_location lines that place one zone group or region in two
+// different containing locations.
+func azConsistent(az *routing.AZConfig, declPos map[string]pos) error {
+	parent := map[string]string{} // zone group or region -> the AZ whose line placed it
+	for _, id := range slices.Sorted(maps.Keys(az.Declared)) {
+		d := az.Declared[id]
+		for lvl := 1; lvl < 3; lvl++ {
+			first, ok := parent[d[lvl]]
+			if p := az.Declared[first]; ok && !slices.Equal(p[lvl+1:], d[lvl+1:]) {
+				return declPos[id].errorf("az_location: %s %s is placed in %s here and in %s by the line of %s (line %d), expected one place",
+					routing.AZLevel(lvl+1), d[lvl], strings.Join(d[lvl+1:], " "), strings.Join(p[lvl+1:], " "), first, declPos[first].line)
+			}
+			if !ok {
+				parent[d[lvl]] = id
+			}
+		}
 	}
 	return nil
 }
