@@ -117,7 +117,7 @@ func (k *stateKeeper) run() {
 	}
 }
 
-// merge folds the scheduler's judged states into the known ones and drops those
+// mergeLocked folds the scheduler's judged states into the known ones and drops those
 // too old to be used. k.mu must be held.
 func (k *stateKeeper) mergeLocked(now time.Time) {
 	if k.known == nil {

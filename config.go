@@ -14,7 +14,7 @@ import (
 type blockConfig struct {
 	routing.Config
 	LatencyTable string                // path of the latency CSV, "" for none
-	latency      *routing.LatencyTable // the table parse loaded, taken by the first Resolver
+	latency      *routing.LatencyTable // the table parse loaded, taken by newResolver
 	API          *apiConfig            // nil: no HTTP API
 	Webhook      *webhookConfig        // nil: no status-change notifications
 	MaxInFlight  int
@@ -26,10 +26,10 @@ type blockConfig struct {
 	DataDir      string            // where each check's last judged state outlives the process; "": nowhere
 	controlsDir  string            // the default data directory, from the server's root
 
-	parsing *parseState // what parsing needs beyond the Config; parse drops it
+	parsing *parseState // what parsing needs beyond the blockConfig; parse drops it
 }
 
-// parseState is what parsing a block needs beyond the Config: validate drops it, so a
+// parseState is what parsing a block needs beyond the blockConfig: parse drops it once the block is validated, so a
 // running server does not keep it.
 type parseState struct {
 	checkNames map[*routing.Member]string // each member's check as written, for validate to resolve

@@ -45,7 +45,7 @@ type HealthRoute struct {
 // API listeners with the other blocks; it starts nothing until OnStartup.
 func newHealthRoute(cfg *blockConfig) *HealthRoute { return newHandler(cfg, shared) }
 
-// newHandler is New with its own registry, for tests.
+// newHandler is newHealthRoute with its own registry, for tests.
 func newHandler(cfg *blockConfig, reg *registry) *HealthRoute {
 	h := &HealthRoute{cfg: cfg, resolver: newResolver(cfg), reg: reg}
 	observe := h.resolver.OnPublish
@@ -314,7 +314,7 @@ func (h *HealthRoute) dropCheckSeries() {
 }
 
 // newResolver returns the routing engine for cfg, with the plugin's metrics and logs
-// on each publication and the latency table parse loaded (or, for a Config built
+// on each publication and the latency table parse loaded (or, for a blockConfig built
 // without parse, the one it names).
 func newResolver(cfg *blockConfig) *routing.Resolver {
 	r := routing.New(&cfg.Config)
@@ -323,7 +323,7 @@ func newResolver(cfg *blockConfig) *routing.Resolver {
 	case cfg.latency != nil: // parse loaded it; the watcher replaces it from here on
 		r.Latency.Store(cfg.latency)
 		cfg.latency = nil
-	case cfg.LatencyTable != "": // a Config built without parse
+	case cfg.LatencyTable != "": // a blockConfig built without parse
 		if _, err := r.LoadLatency(cfg.LatencyTable, cfg.fileLimit()); err != nil {
 			log.Errorf("latency_table: %v", err)
 		}

@@ -41,7 +41,7 @@ func TestServeWhilePublishing(t *testing.T) {
 					return
 				default:
 				}
-				ans := r.Resolve(q)
+				ans := resolveAnswer(r, q)
 				served.Add(1)
 				if len(ans.RRs) != 1 || !valid[ans.RRs[0].(*dns.A).A.String()] {
 					select {

@@ -124,7 +124,10 @@ func (probeObserver) Changed(spec *health.Spec, down bool) {
 	transitionsTotal.WithLabelValues(spec.Name, to).Inc()
 }
 
-// per query, each record group that started or stopped answering in its last resort.
+// observePublication is the routing.Resolver's publish hook (OnPublish): it times the
+// compilation, counts the publication, sets the check gauges and logs, once per change
+// and not per query, each record group that started or stopped answering in its last
+// resort.
 func observePublication(r *routing.Resolver, prev, t *routing.Table, took time.Duration) {
 	compileDuration.Observe(took.Seconds())
 	publicationsTotal.Inc()

@@ -338,6 +338,3 @@ func (h *HealthRoute) countSlow(server string, ans *routing.Answer) {
 		}
 	}
 }
-
-// observePublication is the Resolver's publish hook: it times the compilation,
-// counts the publication, sets the check gauges and logs, once per change and not

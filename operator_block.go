@@ -48,7 +48,7 @@ func (h *HealthRoute) Checks() []view.Check {
 	return out
 }
 
-// Records returns the block's record groups; see Resolver.Records.
+// Records returns the block's record groups; see routing.Resolver.Records.
 func (h *HealthRoute) Records() []view.Record { return h.resolver.Records() }
 
 // Explain resolves q exactly as a DNS query would and says why.
@@ -64,7 +64,7 @@ func (h *HealthRoute) Explain(q view.Question) view.Explanation {
 	return v
 }
 
-// SetOverrides replaces the operator overrides; see Resolver.SetOverrides.
+// SetOverrides replaces the operator overrides; see routing.Resolver.SetOverrides.
 func (h *HealthRoute) SetOverrides(over map[string]bool) { h.resolver.SetOverrides(over) }
 
 // APIAddr returns the address of the block's api, "" without one.

@@ -102,7 +102,7 @@ func TestRoute53AZAffinityRoundTrip(t *testing.T) {
 			for _, c := range clients {
 				for _, n := range names {
 					q := routing.Query{Name: n + ".example.com.", Type: dns.TypeA, Client: netip.MustParsePrefix(c)}
-					g, w := route53Answer(imported.Resolve(q)), route53Answer(hand.Resolve(q))
+					g, w := route53Answer(resolveAnswer(imported, q)), route53Answer(resolveAnswer(hand, q))
 					if g != w {
 						t.Errorf("%q, %v down, %s from %s: imported answers\n%s\nhand-written\n%s", loc, st.hand, n, c, g, w)
 					}
@@ -142,7 +142,7 @@ func TestRoute53AZAffinityProperty(t *testing.T) {
 		hand.Publish(snapshot(hcfg, down...))
 		for _, n := range []string{"svc", "app", "edge", "cw", "cw2"} {
 			q := routing.Query{Name: n + ".example.com.", Type: dns.TypeA, Client: testClient}
-			if g, w := route53Answer(loaded.Resolve(q)), route53Answer(hand.Resolve(q)); g != w {
+			if g, w := route53Answer(resolveAnswer(loaded, q)), route53Answer(resolveAnswer(hand, q)); g != w {
 				t.Errorf("%v down, %s: loaded answers\n%s\nhand-written\n%s", down, n, g, w)
 			}
 		}

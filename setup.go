@@ -54,7 +54,7 @@ func setup(c *caddy.Controller) error {
 type reloadHooks struct{}
 
 // OnStartup acquires the process-wide scheduler, starts this block's checks and
-// subscribes the Resolver to health snapshots.
+// subscribes the block's routing.Resolver to health snapshots.
 func (h *HealthRoute) OnStartup() error {
 	if err := h.reg.acquireControls(h.cfg); err != nil {
 		return plugin.Error(pluginName, err)

@@ -84,7 +84,7 @@ func TestTrafficFlowAWSExamplesServed(t *testing.T) {
 			for _, n := range []string{"geo", "rr", "www"} {
 				for _, qt := range []uint16{dns.TypeA, dns.TypeCNAME} {
 					q := routing.Query{Name: n + ".example.com.", Type: qt, Client: netip.MustParsePrefix("198.51.100.0/24"), Loc: loc}
-					g, w := route53Answer(imported.Resolve(q)), route53Answer(hand.Resolve(q))
+					g, w := route53Answer(resolveAnswer(imported, q)), route53Answer(resolveAnswer(hand, q))
 					if g != w {
 						t.Errorf("%v down, client in %q, %s %s: imported answers\n%s\nhand-written\n%s", down, loc.Country, n, dns.TypeToString[qt], g, w)
 					}

@@ -167,7 +167,7 @@ func TestMultivalue(t *testing.T) {
 			r.Publish(snapshot(cfg, down(tc.down)...))
 			seen := map[string]bool{}
 			for range 200 {
-				ans := r.Resolve(routing.Query{Name: "m.example.org.", Type: dns.TypeA, Client: testClient})
+				ans := resolveAnswer(r, routing.Query{Name: "m.example.org.", Type: dns.TypeA, Client: testClient})
 				vals := rrValues(ans.RRs)
 				if len(vals) != tc.wantCount {
 					t.Fatalf("got %d records %v, want %d", len(vals), vals, tc.wantCount)
@@ -333,7 +333,7 @@ func TestAnswers(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(fmt.Sprintf("%s/%s", tc.name, dns.TypeToString[tc.qtype]), func(t *testing.T) {
-			ans := r.Resolve(routing.Query{Name: tc.name, Type: tc.qtype, Client: testClient})
+			ans := resolveAnswer(r, routing.Query{Name: tc.name, Type: tc.qtype, Client: testClient})
 			if ans.Rcode != tc.rcode {
 				t.Fatalf("rcode %s, want %s", dns.RcodeToString[ans.Rcode], dns.RcodeToString[tc.rcode])
 			}
@@ -371,9 +371,9 @@ func TestPublishedRRsAreNotShared(t *testing.T) {
 			A 192.0.2.1 192.0.2.2
 		}
 	}`)
-	a := r.Resolve(routing.Query{Name: "www.example.org.", Type: dns.TypeA}).RRs
+	a := resolveAnswer(r, routing.Query{Name: "www.example.org.", Type: dns.TypeA}).RRs
 	_ = append(a, &dns.A{})
-	b := r.Resolve(routing.Query{Name: "www.example.org.", Type: dns.TypeA}).RRs
+	b := resolveAnswer(r, routing.Query{Name: "www.example.org.", Type: dns.TypeA}).RRs
 	if len(b) != 2 || cap(b) != 2 {
 		t.Fatalf("prebuilt answer has len %d cap %d, want 2 and 2", len(b), cap(b))
 	}
@@ -388,7 +388,7 @@ func BenchmarkResolve(b *testing.B) {
 	q := routing.Query{Name: "www.example.org.", Type: dns.TypeA, Client: testClient}
 	b.ReportAllocs()
 	for b.Loop() {
-		if len(r.Resolve(q).RRs) != 1 {
+		if len(resolveAnswer(r, q).RRs) != 1 {
 			b.Fatal("no answer")
 		}
 	}
@@ -460,7 +460,7 @@ func TestValuesInRandomOrder(t *testing.T) {
 	}`)
 	first := map[string]int{}
 	for range 300 {
-		rrs := r.Resolve(routing.Query{Name: "s.example.org.", Type: dns.TypeA, Client: testClient}).RRs
+		rrs := resolveAnswer(r, routing.Query{Name: "s.example.org.", Type: dns.TypeA, Client: testClient}).RRs
 		if got := strings.Join(rrValues(rrs), ","); got != "192.0.2.1,192.0.2.2,192.0.2.3" {
 			t.Fatalf("answer %s, want all three values", got)
 		}
@@ -482,7 +482,7 @@ func TestApexAndLiteralWildcard(t *testing.T) {
 			A 192.0.2.99
 		}
 	}`)
-	if ans := r.Resolve(routing.Query{Name: "example.org.", Type: dns.TypeSOA}); len(ans.RRs) != 1 || ans.RRs[0].Header().Rrtype != dns.TypeSOA {
+	if ans := resolveAnswer(r, routing.Query{Name: "example.org.", Type: dns.TypeSOA}); len(ans.RRs) != 1 || ans.RRs[0].Header().Rrtype != dns.TypeSOA {
 		t.Errorf("SOA at a populated apex: %v", ans.RRs)
 	}
 	if got := values(r, "example.org.", dns.TypeA); got != "192.0.2.1" {

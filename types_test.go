@@ -98,7 +98,7 @@ func TestTypesAnswer(t *testing.T) {
 		{"flat.example.org.", dns.TypeMX, []string{"flat.example.org.\t300\tIN\tMX\t10 mail.example.org.", "flat.example.org.\t300\tIN\tMX\t20 mail.example.org.", "flat.example.org.\t300\tIN\tMX\t30 mx.example.net."}},
 	}
 	for _, tc := range tests {
-		a := r.Resolve(routing.Query{Name: tc.name, Type: tc.qtype, Client: testClient})
+		a := resolveAnswer(r, routing.Query{Name: tc.name, Type: tc.qtype, Client: testClient})
 		var got []string
 		for _, rr := range a.RRs {
 			got = append(got, rr.String())
@@ -122,7 +122,7 @@ func TestTypesNoData(t *testing.T) {
 		{"sip.example.org.", dns.TypeA}, {"legacy.example.org.", dns.TypeTXT}, {"split.example.org.", dns.TypeAAAA},
 		{"mail.example.org.", dns.TypeMX}, {"flat.example.org.", dns.TypeA},
 	} {
-		a := r.Resolve(routing.Query{Name: q.name, Type: q.qtype, Client: testClient})
+		a := resolveAnswer(r, routing.Query{Name: q.name, Type: q.qtype, Client: testClient})
 		if a.Rcode != dns.RcodeSuccess || len(a.RRs) != 0 || len(a.Ns) != 1 || a.Ns[0].Header().Rrtype != dns.TypeSOA || !a.Pass {
 			t.Errorf("%s %s: %s answer %v authority %v pass %v, want NODATA with the SOA", q.name, dns.TypeToString[q.qtype], dns.RcodeToString[a.Rcode], a.RRs, a.Ns, a.Pass)
 		}
@@ -133,15 +133,15 @@ func TestTypesNoData(t *testing.T) {
 // addresses of the block's targets, each once, none for names outside the zone.
 func TestTypesAdditional(t *testing.T) {
 	r := typesResolver(t)
-	a := r.Resolve(routing.Query{Name: "example.org.", Type: dns.TypeMX, Client: testClient})
+	a := resolveAnswer(r, routing.Query{Name: "example.org.", Type: dns.TypeMX, Client: testClient})
 	if got := rrValues(a.Extra); strings.Join(got, ",") != "192.0.2.25,2001:db8::25" {
 		t.Errorf("MX additional %v, want mail.example.org.'s A and AAAA once", a.Extra)
 	}
-	a = r.Resolve(routing.Query{Name: "_sip._tcp.example.org.", Type: dns.TypeSRV, Client: testClient})
+	a = resolveAnswer(r, routing.Query{Name: "_sip._tcp.example.org.", Type: dns.TypeSRV, Client: testClient})
 	if got := rrValues(a.Extra); strings.Join(got, ",") != "192.0.2.25,2001:db8::25" {
 		t.Errorf("SRV additional %v, want the chosen target's addresses", a.Extra)
 	}
-	a = r.Resolve(routing.Query{Name: "example.org.", Type: dns.TypeTXT, Client: testClient})
+	a = resolveAnswer(r, routing.Query{Name: "example.org.", Type: dns.TypeTXT, Client: testClient})
 	if len(a.Extra) != 0 {
 		t.Errorf("TXT additional %v, want none", a.Extra)
 	}
@@ -153,18 +153,18 @@ func TestTypesReferral(t *testing.T) {
 	r := typesResolver(t)
 	for _, n := range []string{"sub.example.org.", "www.sub.example.org.", "ns1.sub.example.org."} {
 		for _, qt := range []uint16{dns.TypeA, dns.TypeNS, dns.TypeMX} {
-			a := r.Resolve(routing.Query{Name: n, Type: qt, Client: testClient})
+			a := resolveAnswer(r, routing.Query{Name: n, Type: qt, Client: testClient})
 			if !a.Referral || len(a.RRs) != 0 || typesNS(a.Ns) != "ns.example.net.,ns1.sub.example.org." || strings.Join(rrValues(a.Extra), ",") != "192.0.2.53" {
 				t.Errorf("%s %s: referral %v answer %v authority %v additional %v, want a referral to sub.example.org. with ns1's glue", n, dns.TypeToString[qt], a.Referral, a.RRs, a.Ns, a.Extra)
 			}
 		}
 	}
 	// A CNAME into the delegation: the CNAME, authoritative, and the referral.
-	a := r.Resolve(routing.Query{Name: "into.example.org.", Type: dns.TypeA, Client: testClient})
+	a := resolveAnswer(r, routing.Query{Name: "into.example.org.", Type: dns.TypeA, Client: testClient})
 	if a.Referral || len(a.RRs) != 1 || a.RRs[0].Header().Rrtype != dns.TypeCNAME || typesNS(a.Ns) != "ns.example.net.,ns1.sub.example.org." || len(a.Extra) != 1 {
 		t.Errorf("CNAME into the delegation: referral %v answer %v authority %v additional %v, want the CNAME and the referral", a.Referral, a.RRs, a.Ns, a.Extra)
 	}
-	if a := r.Resolve(routing.Query{Name: "www.sub.example.org.", Type: dns.TypeDS, Client: testClient}); !a.Referral {
+	if a := resolveAnswer(r, routing.Query{Name: "www.sub.example.org.", Type: dns.TypeDS, Client: testClient}); !a.Referral {
 		t.Errorf("DS below the cut: %+v, want a referral", a)
 	}
 }
@@ -227,7 +227,7 @@ func TestTypesRoundTrip(t *testing.T) {
 			}
 			want = append(want, rr.String())
 		}
-		a := r.Resolve(routing.Query{Name: strings.ToLower(dns.Fqdn(name)), Type: qt, Client: testClient})
+		a := resolveAnswer(r, routing.Query{Name: strings.ToLower(dns.Fqdn(name)), Type: qt, Client: testClient})
 		got := a.RRs
 		if a.Referral {
 			got = a.Ns
@@ -309,7 +309,7 @@ func TestTypesClientPolicies(t *testing.T) {
 		{"example.org.", dns.TypeMX, "203.0.113.1/32", boston, "us.example.net."},
 	}
 	for _, tc := range tests {
-		a := r.Resolve(routing.Query{Name: tc.name, Type: tc.qtype, Client: netip.MustParsePrefix(tc.client), Loc: tc.loc})
+		a := resolveAnswer(r, routing.Query{Name: tc.name, Type: tc.qtype, Client: netip.MustParsePrefix(tc.client), Loc: tc.loc})
 		if len(a.RRs) != 1 || !strings.HasSuffix(a.RRs[0].String(), tc.want) {
 			t.Errorf("%s %s for %s %s: %v, want %s", tc.name, dns.TypeToString[tc.qtype], tc.client, tc.loc.Country, a.RRs, tc.want)
 		}

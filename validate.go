@@ -176,7 +176,7 @@ func (w *aliasWalk) visit(name string, path []string) error {
 	return nil
 }
 
-// AliasTypes adds to k the types alias member m of rs answers: its type, or every type
+// aliasTypes adds to k the types alias member m of rs answers: its type, or every type
 // of its target an alias can have (not NS or DS).
 func (w *aliasWalk) aliasTypes(rs *routing.RecordSet, m *routing.Member, k routing.Types) (routing.Types, error) {
 	switch t := w.byName[m.Target]; {

@@ -355,7 +355,7 @@ func TestCNAMEChase(t *testing.T) {
 		{"c2.example.org.", "203.0.113.1/32", dns.TypeA, "c2 c3 c4 c5 c6 c7 c8 c9 192.0.2.1", dns.RcodeSuccess, 0},
 	}
 	for _, tc := range tests {
-		ans := r.Resolve(routing.Query{Name: tc.name, Type: tc.qtype, Client: netip.MustParsePrefix(tc.client)})
+		ans := resolveAnswer(r, routing.Query{Name: tc.name, Type: tc.qtype, Client: netip.MustParsePrefix(tc.client)})
 		if got := chain(ans.RRs); got != tc.want || ans.Rcode != tc.rcode || ans.Scope != tc.scope {
 			t.Errorf("%s %s from %s: %q %s scope %d, want %q %s scope %d", tc.name, dns.TypeToString[tc.qtype], tc.client,
 				got, dns.RcodeToString[ans.Rcode], ans.Scope, tc.want, dns.RcodeToString[tc.rcode], tc.scope)
@@ -378,7 +378,7 @@ func TestCNAMEChaseOverlay(t *testing.T) {
 			CNAME zonefile.example.org.
 		}
 	}`)
-	ans := r.Resolve(routing.Query{Name: "a.example.org.", Type: dns.TypeA, Client: testClient})
+	ans := resolveAnswer(r, routing.Query{Name: "a.example.org.", Type: dns.TypeA, Client: testClient})
 	if got := chain(ans.RRs); got != "a b" || ans.Rcode != dns.RcodeSuccess || len(ans.Ns) != 0 || ans.Pass {
 		t.Errorf("answer %q %s ns %v pass %t, want a b, NOERROR, no authority", got, dns.RcodeToString[ans.Rcode], ans.Ns, ans.Pass)
 	}
@@ -475,7 +475,7 @@ func TestPlainAnswerAllocs(t *testing.T) {
 	}`)
 	for _, name := range []string{"w.example.org.", "net.example.org."} {
 		q := routing.Query{Name: name, Type: dns.TypeA, Client: netip.MustParsePrefix("192.0.0.0/16")}
-		if n := testing.AllocsPerRun(100, func() { r.Resolve(q) }); n != 0 {
+		if n := testing.AllocsPerRun(100, func() { resolveAnswer(r, q) }); n != 0 {
 			t.Errorf("%s: %.0f allocations per answer, want 0", name, n)
 		}
 	}
@@ -510,10 +510,10 @@ func TestScopeThroughETH(t *testing.T) {
 			A 192.0.2.20
 		}
 	}`)
-	if ans := r.Resolve(routing.Query{Name: "w.example.org.", Type: dns.TypeA, Client: netip.MustParsePrefix("192.0.0.0/16")}); ans.Scope != 24 {
+	if ans := resolveAnswer(r, routing.Query{Name: "w.example.org.", Type: dns.TypeA, Client: netip.MustParsePrefix("192.0.0.0/16")}); ans.Scope != 24 {
 		t.Errorf("weighted with evaluate_target_health into ip: scope %d, want the ip record's 24", ans.Scope)
 	}
-	if ans := r.Resolve(routing.Query{Name: "plain.example.org.", Type: dns.TypeA, Client: netip.MustParsePrefix("192.0.0.0/16")}); ans.Scope != 0 {
+	if ans := resolveAnswer(r, routing.Query{Name: "plain.example.org.", Type: dns.TypeA, Client: netip.MustParsePrefix("192.0.0.0/16")}); ans.Scope != 0 {
 		t.Errorf("static tree: scope %d, want 0", ans.Scope)
 	}
 }

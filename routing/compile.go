@@ -53,17 +53,17 @@ type Table struct {
 // over the configuration reach a chunk per node, so small chunks copy least.
 const stateChunk = 32
 
-// state is node id's state in t.
+// State is node id's state in t.
 func (t *Table) State(id int32) *NodeState {
 	u := uint32(id) // ids are not negative: unsigned division is a shift
 	return t.St[u/stateChunk][u%stateChunk]
 }
 
-// healthy is a check's status in t, as the health package judges it with t's
+// Healthy is a check's status in t, as the health package judges it with t's
 // operator overrides.
 func (t *Table) Healthy(s *health.Spec) bool { return t.Snap.Judge(s, t.Over) }
 
-// compile evaluates every node of p against snap and the overrides, children first.
+// Compile evaluates every node of p against snap and the overrides, children first.
 func Compile(p *Plan, snap *health.Snapshot, over map[string]bool) *Table {
 	t := &Table{Plan: p, Snap: snap, Over: over, Judged: make([]bool, len(p.Checks)),
 		St: make([][]*NodeState, (len(p.Nodes)+stateChunk-1)/stateChunk)}
@@ -374,5 +374,3 @@ func weightedCands(n *Node, healthy, all []int32, anyHealthy bool, in *interner)
 	in.cum = sums
 	return pickWeight, nonzero, intern(in, in.cumSet, sums)
 }
-
-// Query is one question to the Resolver.

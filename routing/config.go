@@ -62,7 +62,7 @@ func (k Kind) String() string {
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
 
-// maxWeighted is how many members one weighted group may have, as on Route 53.
+// MaxWeighted is how many members one weighted group may have, as on Route 53.
 const MaxWeighted = 100
 
 // Role is a failover member's role.
@@ -166,7 +166,7 @@ type Place struct {
 	AZLevel  AZLevel        // azaffinity: the location type
 }
 
-// ttl is the TTL of rs's non-alias answers: its `ttl` line, else def.
+// AnswerTTL is the TTL of rs's non-alias answers: its `ttl` line, else def.
 func (rs *RecordSet) AnswerTTL(def uint32) uint32 {
 	if rs.HasTTL {
 		return rs.TTL
@@ -191,7 +191,7 @@ func RoleName(r Role) string {
 	return "secondary"
 }
 
-// types is a small set of RR types, in the order first added.
+// Types is a small set of RR types, in the order first added.
 type Types []uint16
 
 func (k Types) With(t uint16) Types {
@@ -228,7 +228,7 @@ type AZClient struct {
 	Blocks []netip.Prefix
 }
 
-// chain returns the location (level, id) and every location containing it: from
+// Chain returns the location (level, id) and every location containing it: from
 // the az_location lines, else derived from the names (see docs/az-affinity.md#names).
 func (az *AZConfig) Chain(level AZLevel, id string) (AZChain, error) {
 	var ch AZChain

@@ -17,9 +17,9 @@
 //   - Publish compiles the Plan and a health snapshot into a Table: for each Node, the
 //     members a query may pick and how. A Table is immutable once stored; queries load
 //     the current one through an atomic pointer and never take a lock.
-//   - Resolve (ResolveInto on the DNS path, which allocates nothing) answers a Query,
-//     the question with the client's subnet and location, into an Answer; Explain
-//     also returns why each member was or was not chosen.
+//   - ResolveInto answers a Query, the question with the client's subnet and
+//     location, into an Answer, allocating nothing; Explain also returns why each
+//     member was or was not chosen.
 //
 // The engine halves of latency routing (LatencyTable), AZ affinity (AZConfig) and
 // the answer-series numbering (numbered when the Plan is built, walked by Plan.WalkSeries) live here too;

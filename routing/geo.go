@@ -14,7 +14,7 @@ var continentData string
 // continents.txt, so the mapping is data that can be corrected without code changes.
 var ContinentOf = mustContinents(continentData)
 
-// continents is the set of continent codes a geolocation record may name.
+// Continents is the set of continent codes a geolocation record may name.
 var Continents = map[string]bool{"AF": true, "AN": true, "AS": true, "EU": true, "NA": true, "OC": true, "SA": true}
 
 func mustContinents(data string) map[string]string {

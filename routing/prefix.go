@@ -18,7 +18,7 @@ type PrefixIndex[V any] struct {
 	t6    scopeTrie
 }
 
-// add stores v under p (masked); a later add of the same prefix replaces it and
+// Add stores v under p (masked); a later add of the same prefix replaces it and
 // reports false.
 func (x *PrefixIndex[V]) Add(p netip.Prefix, v V) bool {
 	if x.m == nil {
@@ -41,7 +41,7 @@ func (x *PrefixIndex[V]) Add(p netip.Prefix, v V) bool {
 	return !dup
 }
 
-// lookup returns the value of the longest stored prefix containing client.
+// Lookup returns the value of the longest stored prefix containing client.
 func (x *PrefixIndex[V]) Lookup(client netip.Prefix) (v V, ok bool) {
 	if len(x.m) == 0 || !client.IsValid() {
 		return v, false
@@ -66,7 +66,7 @@ func (x *PrefixIndex[V]) Lookup(client netip.Prefix) (v V, ok bool) {
 	return v, false
 }
 
-// scope returns the ECS scope of a lookup for client: the prefix length within
+// Scope returns the ECS scope of a lookup for client: the prefix length within
 // which every address finds the same stored prefix (see scopeTrie.scope).
 func (x *PrefixIndex[V]) Scope(client netip.Prefix) uint8 {
 	if !client.IsValid() {
@@ -78,5 +78,5 @@ func (x *PrefixIndex[V]) Scope(client netip.Prefix) uint8 {
 	return x.t6.scope(client)
 }
 
-// len returns the number of stored prefixes.
+// Len returns the number of stored prefixes.
 func (x *PrefixIndex[V]) Len() int { return len(x.m) }

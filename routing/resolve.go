@@ -18,6 +18,7 @@ import (
 // Resolving: a query is answered from the current table, found through one atomic
 // pointer, without locks, I/O or health evaluation.
 
+// Query is one question to the Resolver, with what is known of the client.
 type Query struct {
 	Name   string         // lower-cased, fully qualified
 	Type   uint16         // the question's type
@@ -80,7 +81,7 @@ func (ans *Answer) room() []dns.RR {
 }
 
 // Resolver answers queries from the latest compiled table. It is safe for concurrent
-// use; Resolve takes no lock.
+// use; ResolveInto takes no lock.
 type Resolver struct {
 	Plan      *Plan
 	Table     atomic.Pointer[Table]
@@ -178,14 +179,7 @@ func (r *Resolver) rand(n uint64) uint64 {
 	return rand.Uint64N(n)
 }
 
-// Resolve answers q from the current table.
-func (r *Resolver) Resolve(q Query) Answer {
-	var ans Answer
-	r.ResolveInto(&q, &ans)
-	return ans
-}
-
-// resolve answers q into ans, which is zero on entry. The DNS path keeps both on the
+// ResolveInto answers q into ans, which is zero on entry. The DNS path keeps both on the
 // handler's frame: passing them by pointer keeps each frame below it small, since
 // every query runs on a goroutine whose stack starts small and is copied whenever it
 // has to grow.
@@ -342,7 +336,7 @@ const maxChase = 8
 // chase follows the CNAME that ans holds through the block's own names, as CoreDNS's
 // file plugin does: each target is answered by its own record for the same client,
 // and the answer's scope is the largest of any step. It stops at a target outside
-// the block's zones or one the next plugin serves (the client's Resolver follows
+// the block's zones or one the next plugin serves (the client's resolver follows
 // it), at a name already in the chain (a loop), and after maxChase steps.
 func (r *Resolver) chase(t *Table, q *Query, ans *Answer) {
 	p := t.Plan
@@ -364,7 +358,7 @@ func (r *Resolver) chase(t *Table, q *Query, ans *Answer) {
 		next := Answer{Out: ans.Out, buf: chain[len(chain):]} // a step built per query lands after the chain
 		r.step(t, q, target, zone, &next)
 		if next.Pass && p.fall.Through(target) {
-			break // the next plugin's name: the client's Resolver asks for it
+			break // the next plugin's name: the client's resolver asks for it
 		}
 		chain = append(chain, next.RRs...) // in place when next built its RRs in the room
 		ans.Scope = max(ans.Scope, next.Scope)

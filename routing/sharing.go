@@ -76,12 +76,12 @@ type Slab[T any] struct {
 // last, up to SlabMax values.
 const slabMin, SlabMax = 8, 1024
 
-// one returns a zero value of T.
+// One returns a zero value of T.
 func (s *Slab[T]) One() *T {
 	return &s.Take(1)[0]
 }
 
-// take returns k zero values of T, in one array whose capacity is k: appending to it
+// Take returns k zero values of T, in one array whose capacity is k: appending to it
 // copies rather than runs into its neighbours.
 func (s *Slab[T]) Take(k int) []T {
 	if k > len(s.Free) {

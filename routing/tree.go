@@ -155,7 +155,7 @@ func (l *leaf) values() int {
 	return 0
 }
 
-// rrs returns the leaf's RRs in their written order, capped.
+// RRs returns the leaf's RRs in their written order, capped.
 func (l *leaf) RRs() []dns.RR { return l.rotation(0) }
 
 // rotation returns the RRs starting at the i-th value, capped.
@@ -651,7 +651,7 @@ func leafRRs(rrs []dns.RR, owner string, m *Member, ttl uint32, al *planAlloc) [
 	return rrs
 }
 
-// soa builds the zone's SOA record from the `soa` property; an unset MNAME is the
+// SOA builds the zone's SOA record from the `soa` property; an unset MNAME is the
 // first `ns` name, else the zone itself, and an unset RNAME hostmaster.<zone>.
 func SOA(zone string, ttl uint32, c *SOAConfig, ns []string) dns.RR {
 	mname, rname := c.Mname, c.Rname
