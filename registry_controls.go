@@ -96,3 +96,13 @@ func (r *registry) refreshControlsLocked() {
 	r.node.SetPolicy(p)
 	r.op.SetControls(&operator.ControlSet{Node: r.node, Rules: p.Rules, Controls: p.Controls, Member: r.node.Name()})
 }
+
+// replicated is the node's onChange, called on every member after each change its
+// raft node applies: the operator's view of the controls, and
+// the API's blocks rebuilt when the API's generation changed.
+func (r *registry) replicated(st *control.State) {
+	r.op.SetReplicated(st)
+	if st.API != nil {
+		r.api.wake()
+	}
+}

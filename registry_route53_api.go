@@ -61,15 +61,6 @@ func (r *registry) controlNode() *control.Node {
 	return r.node
 }
 
-// replicated is the node's onChange: the operator's view of the controls, and
-// the API's blocks rebuilt when the API's generation changed.
-func (r *registry) replicated(st *control.State) {
-	r.op.SetReplicated(st)
-	if st.API != nil {
-		r.api.wake()
-	}
-}
-
 func (a *apiRegistry) wake() {
 	a.mu.Lock()
 	k := a.kick
