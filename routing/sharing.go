@@ -60,39 +60,39 @@ func shareMembers(cfg *Config) {
 	}
 }
 
-// Slab hands out values of T carved from arrays it allocates a chunk at a time, for
+// slab hands out values of T carved from arrays it allocates a chunk at a time, for
 // the structs a large configuration holds one or a few of per name: each value then
 // costs its size, not the allocator's next size class, and a chunk is one allocation
 // instead of hundreds. The chunks grow with use, so a small configuration wastes at
 // most a few values. A chunk lives as long as any value carved from it: use it for
 // values that live and die together (one parse, one plan). Not safe for concurrent
 // use.
-type Slab[T any] struct {
-	Free []T // the rest of the current chunk
-	Size int // the length of the next chunk
+type slab[T any] struct {
+	free []T // the rest of the current chunk
+	size int // the length of the next chunk
 }
 
-// slabMin and SlabMax bound a chunk's length: the first is small, each doubles the
-// last, up to SlabMax values.
-const slabMin, SlabMax = 8, 1024
+// slabMin and slabMax bound a chunk's length: the first is small, each doubles the
+// last, up to slabMax values.
+const slabMin, slabMax = 8, 1024
 
-// One returns a zero value of T.
-func (s *Slab[T]) One() *T {
-	return &s.Take(1)[0]
+// one returns a zero value of T.
+func (s *slab[T]) one() *T {
+	return &s.take(1)[0]
 }
 
-// Take returns k zero values of T, in one array whose capacity is k: appending to it
+// take returns k zero values of T, in one array whose capacity is k: appending to it
 // copies rather than runs into its neighbours.
-func (s *Slab[T]) Take(k int) []T {
-	if k > len(s.Free) {
-		if k > SlabMax/8 {
+func (s *slab[T]) take(k int) []T {
+	if k > len(s.free) {
+		if k > slabMax/8 {
 			return make([]T, k) // its own array: a chunk would waste too much of itself
 		}
-		s.Size = min(max(2*s.Size, slabMin, k), SlabMax)
-		s.Free = make([]T, s.Size) // the last chunk's rest, under k values, is wasted
+		s.size = min(max(2*s.size, slabMin, k), slabMax)
+		s.free = make([]T, s.size) // the last chunk's rest, under k values, is wasted
 	}
-	v := s.Free[:k:k]
-	s.Free = s.Free[k:]
+	v := s.free[:k:k]
+	s.free = s.free[k:]
 	return v
 }
 
@@ -102,11 +102,11 @@ func (s *Slab[T]) Take(k int) []T {
 // read-only). Leaves built after the plan, the copies an aliasing name keeps, have
 // none (nil) and allocate their own.
 type planAlloc struct {
-	entries Slab[Entry]
-	nodes   Slab[Node]
-	mnodes  Slab[MemberNode]
-	a       Slab[dns.A]
-	aaaa    Slab[dns.AAAA]
+	entries slab[Entry]
+	nodes   slab[Node]
+	mnodes  slab[MemberNode]
+	a       slab[dns.A]
+	aaaa    slab[dns.AAAA]
 	ips     map[netip.Addr]net.IP
 }
 
@@ -128,7 +128,7 @@ func (al *planAlloc) newA() *dns.A {
 	if al == nil {
 		return new(dns.A)
 	}
-	return al.a.One()
+	return al.a.one()
 }
 
 // newAAAA returns a zero AAAA record, from the plan's array while it is built.
@@ -136,5 +136,5 @@ func (al *planAlloc) newAAAA() *dns.AAAA {
 	if al == nil {
 		return new(dns.AAAA)
 	}
-	return al.aaaa.One()
+	return al.aaaa.one()
 }

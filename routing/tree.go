@@ -368,7 +368,7 @@ func (p *Plan) buildEntries(cfg *Config) {
 			continue // a name's second block: its entry holds every block
 		}
 		done[rs.Name] = true
-		e := p.Al.entries.One()
+		e := p.Al.entries.one()
 		e.set = rs
 		for _, t := range qtypes {
 			n := p.buildName(rs.Name, t, sets, memo)
@@ -553,7 +553,7 @@ func (p *Plan) build(rs *RecordSet, qtype uint16, sets map[string][]*RecordSet, 
 		memo[key] = nil
 		return nil
 	}
-	n.Members = p.Al.mnodes.Take(size)[:0]
+	n.Members = p.Al.mnodes.take(size)[:0]
 	p.buildMembers(&n, rs, qtype, sets, memo)
 	if len(n.Members) == 0 {
 		memo[key] = nil
@@ -573,7 +573,7 @@ func (p *Plan) build(rs *RecordSet, qtype uint16, sets map[string][]*RecordSet, 
 	}
 	p.needsLoc = p.needsLoc || n.byLoc || rs.Policy == PolicyGeolocation
 	n.ID = int32(len(p.Nodes))
-	np := p.Al.nodes.One()
+	np := p.Al.nodes.one()
 	*np = n
 	p.Nodes = append(p.Nodes, np)
 	memo[key] = np
