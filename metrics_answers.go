@@ -322,7 +322,7 @@ func (h *HealthRoute) countSlow(server string, ans *routing.Answer) {
 	if set := ans.LeafSet; set != nil {
 		n, id := set.Multi, "multivalue"
 		if mn := ans.Leaf; mn != nil {
-			n, id = mn.Series, mn.M.ID
+			n, id = mn.Series, mn.Member.ID
 		}
 		if ans.Zone == h.cfg.Zones[set.Zone] {
 			qc.add(routing.AnswerSeries, n, 1)

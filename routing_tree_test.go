@@ -403,11 +403,11 @@ func TestPublishSkipsUnchangedRouting(t *testing.T) {
 	before := r.Table.Load()
 	r.Publish(health.NewSnapshot(2, map[string]health.Status{fp: {Seen: true}}))
 	after := r.Table.Load()
-	if &after.St[0] != &before.St[0] || after.Snap.Gen != 2 {
+	if &after.States[0] != &before.States[0] || after.Snap.Gen != 2 {
 		t.Error("a first result alone recompiled the table, or the new snapshot was not taken")
 	}
 	r.Publish(health.NewSnapshot(3, map[string]health.Status{fp: {Seen: true, Down: true}}))
-	if got := r.Table.Load(); &got.St[0] == &after.St[0] || got.State(got.Plan.Names["east.example.org."].A.ID).OK[0] {
+	if got := r.Table.Load(); &got.States[0] == &after.States[0] || got.State(got.Plan.Names["east.example.org."].A.ID).OK[0] {
 		t.Error("a failed check did not recompile the table")
 	}
 }

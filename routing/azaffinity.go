@@ -110,7 +110,7 @@ func (r *Resolver) azLocation(q *Query) (loc *AZChain, client int32) {
 // azRank is how specifically member mn's location contains loc: 0 for its AZ, up to
 // 4 for global; -1 when the member does not apply.
 func azRank(mn *MemberNode, loc *AZChain) int {
-	m := mn.M
+	m := mn.Member
 	if m.AZLevel == AZGlobal {
 		return int(AZGlobal - AZZone)
 	}
@@ -183,7 +183,7 @@ func (r *Resolver) azExplain(q *Query) string {
 // azReason says why a healthy azaffinity member that applies to the query was chosen
 // or not.
 func azReason(mn *MemberNode, chosen bool) string {
-	where := AZKeyString(AZKey{mn.M.AZLevel, mn.M.AZID})
+	where := AZKeyString(AZKey{mn.Member.AZLevel, mn.Member.AZID})
 	if chosen {
 		return "chosen: " + where + " is the most specific healthy location that contains the query's"
 	}

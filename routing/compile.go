@@ -40,7 +40,7 @@ type Table struct {
 	// st is the nodes' states in chunks of stateChunk, by node id: a new table copies
 	// only the chunks whose nodes it evaluated again and shares the rest. Nodes in the
 	// same state share one NodeState (see interner); states are never written.
-	St     [][]*NodeState
+	States [][]*NodeState
 	Judged []bool // by index in plan.checks: each check's status
 	// changed is the nodes evaluated for this table and flipped the checks whose
 	// status differs from the table it replaced; both nil when everything was.
@@ -56,7 +56,7 @@ const stateChunk = 32
 // State is node id's state in t.
 func (t *Table) State(id int32) *NodeState {
 	u := uint32(id) // ids are not negative: unsigned division is a shift
-	return t.St[u/stateChunk][u%stateChunk]
+	return t.States[u/stateChunk][u%stateChunk]
 }
 
 // Healthy is a check's status in t, as the health package judges it with t's
@@ -66,9 +66,9 @@ func (t *Table) Healthy(s *health.Spec) bool { return t.Snap.Judge(s, t.Over) }
 // Compile evaluates every node of p against snap and the overrides, children first.
 func Compile(p *Plan, snap *health.Snapshot, over map[string]bool) *Table {
 	t := &Table{Plan: p, Snap: snap, Over: over, Judged: make([]bool, len(p.Checks)),
-		St: make([][]*NodeState, (len(p.Nodes)+stateChunk-1)/stateChunk)}
-	for i := range t.St {
-		t.St[i] = make([]*NodeState, min(stateChunk, len(p.Nodes)-i*stateChunk))
+		States: make([][]*NodeState, (len(p.Nodes)+stateChunk-1)/stateChunk)}
+	for i := range t.States {
+		t.States[i] = make([]*NodeState, min(stateChunk, len(p.Nodes)-i*stateChunk))
 	}
 	for i, s := range p.Checks {
 		t.Judged[i] = t.Healthy(s)
@@ -90,7 +90,7 @@ func Compile(p *Plan, snap *health.Snapshot, over map[string]bool) *Table {
 func recompile(prev *Table, snap *health.Snapshot, over map[string]bool) *Table {
 	p := prev.Plan
 	t := &Table{Plan: p, Snap: snap, Over: over, Judged: slices.Clone(prev.Judged),
-		St: slices.Clone(prev.St), Changed: []*Node{}, Flipped: []*health.Spec{}}
+		States: slices.Clone(prev.States), Changed: []*Node{}, Flipped: []*health.Spec{}}
 	pending := map[*Node]bool{}
 	var mark func(n *Node)
 	mark = func(n *Node) {
@@ -112,8 +112,8 @@ func recompile(prev *Table, snap *health.Snapshot, over map[string]bool) *Table 
 		}
 	}
 	for _, n := range t.Changed { // copy on write: prev's chunks stay as they are
-		if c := n.ID / stateChunk; &t.St[c][0] == &prev.St[c][0] {
-			t.St[c] = slices.Clone(prev.St[c])
+		if c := n.ID / stateChunk; &t.States[c][0] == &prev.States[c][0] {
+			t.States[c] = slices.Clone(prev.States[c])
 		}
 	}
 	t.eval(t.Changed, func(n *Node) bool {
@@ -174,13 +174,13 @@ func (t *Table) eval(nodes []*Node, take func(*Node) bool) {
 		for i := range n.Members {
 			mn := &n.Members[i]
 			h := mn.check < 0 || t.Judged[mn.check] // no check: always healthy
-			if mn.Child != nil && mn.M.ETH && !mn.Child.DynHealth {
+			if mn.Child != nil && mn.Member.ETH && !mn.Child.DynHealth {
 				h = h && t.State(mn.Child.ID).healthy
 			}
 			ok = append(ok, h)
 		}
 		in.ok = ok
-		t.St[n.ID/stateChunk][n.ID%stateChunk] = in.state(staticState(n, ok, in))
+		t.States[n.ID/stateChunk][n.ID%stateChunk] = in.state(staticState(n, ok, in))
 	}
 	for _, n := range nodes {
 		eval(n)
@@ -333,7 +333,7 @@ func failoverCands(n *Node, ok []bool, in *interner) []int32 {
 	order := in.pick[:0]
 	for _, r := range []Role{RolePrimary, RoleSecondary} {
 		for i, mn := range n.Members {
-			if mn.M.Role == r {
+			if mn.Member.Role == r {
 				order = append(order, int32(i))
 			}
 		}
@@ -357,7 +357,7 @@ func weightedCands(n *Node, healthy, all []int32, anyHealthy bool, in *interner)
 	}
 	nonzero := in.pick[:0]
 	for _, i := range pool {
-		if n.Members[i].M.Weight > 0 {
+		if n.Members[i].Member.Weight > 0 {
 			nonzero = append(nonzero, i)
 		}
 	}
@@ -368,7 +368,7 @@ func weightedCands(n *Node, healthy, all []int32, anyHealthy bool, in *interner)
 	sums := in.cum[:0]
 	var sum uint32
 	for _, i := range nonzero {
-		sum += uint32(n.Members[i].M.Weight)
+		sum += uint32(n.Members[i].Member.Weight)
 		sums = append(sums, sum)
 	}
 	in.cum = sums

@@ -42,9 +42,9 @@ func (r *Resolver) explain(t *Table, n *Node, q *Query, chosen int32) {
 	anyOK, applicable := false, false
 	for i := range n.Members {
 		mn := &n.Members[i]
-		c := view.Candidate{ID: mn.M.ID, Target: target(mn), Key: policyKey(mn.M, n.Set.Policy)}
-		if mn.M.Check != nil {
-			c.Check = mn.M.Check.Name
+		c := view.Candidate{ID: mn.Member.ID, Target: target(mn), Key: policyKey(mn.Member, n.Set.Policy)}
+		if mn.Member.Check != nil {
+			c.Check = mn.Member.Check.Name
 		}
 		applies := true
 		switch n.Set.Policy {
@@ -52,7 +52,7 @@ func (r *Resolver) explain(t *Table, n *Node, q *Query, chosen int32) {
 			applies = geoLevel(mn, &q.Loc) >= 0
 		case PolicyIPBased:
 			m, ok := n.links.ip.Lookup(q.Client)
-			applies = mn.M.Default || (ok && m == int32(i))
+			applies = mn.Member.Default || (ok && m == int32(i))
 		case PolicyAZAffinity:
 			applies = azRank(mn, azLoc) >= 0
 		}
@@ -65,11 +65,11 @@ func (r *Resolver) explain(t *Table, n *Node, q *Query, chosen int32) {
 			c.Reason = "does not apply: the query's location is not in " + c.Key
 		case !applies:
 			c.Reason = "does not apply to this client"
-		case !st.OK[i] && mn.M.Check != nil:
-			c.Reason = fmt.Sprintf("check %s is unhealthy", mn.M.Check.Name)
+		case !st.OK[i] && mn.Member.Check != nil:
+			c.Reason = fmt.Sprintf("check %s is unhealthy", mn.Member.Check.Name)
 		case !c.Healthy:
-			c.Reason = fmt.Sprintf("evaluate_target_health: %s has no healthy answer for this client", mn.M.Target)
-		case n.Set.Policy == PolicyWeighted && mn.M.Weight == 0 && !c.Chosen:
+			c.Reason = fmt.Sprintf("evaluate_target_health: %s has no healthy answer for this client", mn.Member.Target)
+		case n.Set.Policy == PolicyWeighted && mn.Member.Weight == 0 && !c.Chosen:
 			c.Reason = "weight 0: answers only when every nonzero member is unhealthy"
 		case n.Set.Policy == PolicyAZAffinity:
 			c.Reason = azReason(mn, c.Chosen)
@@ -94,7 +94,7 @@ func (r *Resolver) explain(t *Table, n *Node, q *Query, chosen int32) {
 
 // target describes a member's target as written.
 func target(mn *MemberNode) string {
-	m := mn.M
+	m := mn.Member
 	switch m.Kind {
 	case KindA, KindAAAA:
 		var b strings.Builder

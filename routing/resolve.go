@@ -131,7 +131,7 @@ func (r *Resolver) Publish(snap *health.Snapshot) {
 		// Only first results or timestamps moved (e.g. thousands of checks reporting
 		// for the first time at startup): routing is the same, so keep the compiled
 		// state and only take the new snapshot, which Ready reads.
-		r.Table.Store(&Table{Plan: prev.Plan, Snap: snap, Over: prev.Over, St: prev.St, Judged: prev.Judged,
+		r.Table.Store(&Table{Plan: prev.Plan, Snap: snap, Over: prev.Over, States: prev.States, Judged: prev.Judged,
 			Changed: []*Node{}, Flipped: []*health.Spec{}})
 		return
 	}

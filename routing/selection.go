@@ -11,7 +11,7 @@ func (r *Resolver) memberOK(t *Table, n *Node, i int32, q *Query) bool {
 		return false
 	}
 	mn := &n.Members[i]
-	if mn.Child == nil || !mn.M.ETH || !mn.Child.DynHealth {
+	if mn.Child == nil || !mn.Member.ETH || !mn.Child.DynHealth {
 		return true // ok already holds the static child's branch health
 	}
 	return r.branchHealthy(t, mn.Child, q)
@@ -91,7 +91,7 @@ func (r *Resolver) pickForClient(t *Table, n *Node, q *Query) int32 {
 		first := int32(-1)
 		for _, role := range [2]Role{RolePrimary, RoleSecondary} {
 			for i := range n.Members {
-				if n.Members[i].M.Role != role {
+				if n.Members[i].Member.Role != role {
 					continue
 				}
 				if first < 0 {
@@ -123,7 +123,7 @@ func (r *Resolver) rank(n *Node, i int32, q *Query, row []uint32) float64 {
 		if !q.Loc.HasCoords {
 			return float64(i) // unknown location: equally far from all (docs/routing.md#geoproximity)
 		}
-		return biased(haversine(q.Loc.Lat, q.Loc.Lon, mn.M.Lat, mn.M.Lon), int(mn.M.Bias))
+		return biased(haversine(q.Loc.Lat, q.Loc.Lon, mn.Member.Lat, mn.Member.Lon), int(mn.Member.Bias))
 	}
 	// Latency: the measured table, else great-circle distance, else listing order.
 	if row != nil {
@@ -143,7 +143,7 @@ func (r *Resolver) rank(n *Node, i int32, q *Query, row []uint32) float64 {
 // geoLevel is how closely a geolocation member applies to the client: 0 for its
 // subdivision, 1 country, 2 continent, 3 default; -1 when it does not apply.
 func geoLevel(mn *MemberNode, loc *ClientLocation) int {
-	m := mn.M
+	m := mn.Member
 	switch m.Geo {
 	case GeoDefault:
 		return 3
@@ -172,7 +172,7 @@ func (r *Resolver) weighted(t *Table, n *Node, q *Query) int32 {
 	zero := 0
 	for i := range n.Members {
 		if ok[i] = r.memberOK(t, n, int32(i), q); ok[i] {
-			if w := n.Members[i].M.Weight; w > 0 {
+			if w := n.Members[i].Member.Weight; w > 0 {
 				sum += uint64(w)
 			} else {
 				zero++
@@ -183,7 +183,7 @@ func (r *Resolver) weighted(t *Table, n *Node, q *Query) int32 {
 	case sum > 0:
 		x := r.rand(sum)
 		for i := range n.Members {
-			if w := uint64(n.Members[i].M.Weight); ok[i] && w > 0 {
+			if w := uint64(n.Members[i].Member.Weight); ok[i] && w > 0 {
 				if x < w {
 					return int32(i)
 				}

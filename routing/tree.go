@@ -102,7 +102,7 @@ func (n *Node) up() []*Node {
 
 // MemberNode is a member of a node: a leaf with prebuilt RRs, or an alias to a child node.
 type MemberNode struct {
-	M *Member
+	Member *Member
 	leaf
 	Child  *Node // alias target
 	region int32 // latency: the plan's region id
@@ -247,7 +247,7 @@ func (e *Entry) leaf(p *Plan, n *Node, mn *MemberNode) *leaf {
 	if l, ok := aliased.Load(mn); ok {
 		return l.(*leaf)
 	}
-	l := newLeaf(e.name(), mn.M, n.Set.AnswerTTL(p.ttl), nil) // the target's TTL, as Route 53 answers aliases
+	l := newLeaf(e.name(), mn.Member, n.Set.AnswerTTL(p.ttl), nil) // the target's TTL, as Route 53 answers aliases
 	v, _ := aliased.LoadOrStore(mn, &l)
 	return v.(*leaf)
 }
@@ -467,8 +467,8 @@ func (p *Plan) index() {
 		for i := range n.Members {
 			mn := &n.Members[i]
 			mn.check = -1
-			if mn.M.Check != nil {
-				mn.check = ord[mn.M.Check]
+			if mn.Member.Check != nil {
+				mn.check = ord[mn.Member.Check]
 				if last[mn.check] != n.ID+1 { // the node's members come together
 					last[mn.check] = n.ID + 1
 					p.usersAt[mn.check+1]++
@@ -564,7 +564,7 @@ func (p *Plan) build(rs *RecordSet, qtype uint16, sets map[string][]*RecordSet, 
 		n.byLoc = true
 	case PolicyGeolocation: // a default alone applies to every client
 		for _, mn := range n.Members {
-			n.byLoc = n.byLoc || !mn.M.Default
+			n.byLoc = n.byLoc || !mn.Member.Default
 		}
 	case PolicyLatency: // the client's coordinates matter only if a region has some
 		for _, mn := range n.Members {
@@ -594,13 +594,13 @@ func (p *Plan) buildMembers(n *Node, rs *RecordSet, qtype uint16, sets map[strin
 			if child == nil {
 				continue
 			}
-			mn = MemberNode{M: m, Child: child}
+			mn = MemberNode{Member: m, Child: child}
 			n.DynHealth = n.DynHealth || (m.ETH && child.DynHealth)
 			if m.ETH && child.DynHealth && !slices.Contains(n.healthKids(), child) {
 				n.link().healthKids = append(n.healthKids(), child)
 			}
 		case m.Type == qtype:
-			mn = MemberNode{M: m, leaf: newLeaf(rs.Name, m, rs.AnswerTTL(p.ttl), p.Al)}
+			mn = MemberNode{Member: m, leaf: newLeaf(rs.Name, m, rs.AnswerTTL(p.ttl), p.Al)}
 		default:
 			continue
 		}

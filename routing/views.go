@@ -72,12 +72,12 @@ func (r *Resolver) Records() []view.Record {
 			}
 			for i := range n.Members {
 				mn := &n.Members[i]
-				mv := view.Member{ID: mn.M.ID, Key: policyKey(mn.M, rs.Policy), Target: target(mn), Healthy: st.OK[i], ETH: mn.M.ETH}
+				mv := view.Member{ID: mn.Member.ID, Key: policyKey(mn.Member, rs.Policy), Target: target(mn), Healthy: st.OK[i], ETH: mn.Member.ETH}
 				if mn.Child != nil {
-					mv.Alias = mn.M.Target
+					mv.Alias = mn.Member.Target
 				}
-				if mn.M.Check != nil {
-					mv.Check = mn.M.Check.Name
+				if mn.Member.Check != nil {
+					mv.Check = mn.Member.Check.Name
 				}
 				v.Members = append(v.Members, mv)
 			}
