@@ -19,8 +19,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
-	wal "github.com/hashicorp/raft-wal"
-	"github.com/hashicorp/raft-wal/metadb"
 	"github.com/healthroute/healthroute/internal/atomicfile"
 	"github.com/healthroute/healthroute/internal/connlimit"
 )
@@ -140,8 +138,8 @@ func checkIdentity(cfg Config) error {
 	if os.IsNotExist(err) {
 		entries, _ := os.ReadDir(cfg.Dir)
 		entries = slices.DeleteFunc(entries, func(e os.DirEntry) bool { // what openDir made itself
-			if e.Name() == "wal" {
-				inWAL, _ := os.ReadDir(filepath.Join(cfg.Dir, "wal"))
+			if e.Name() == walDir { // made by an earlier version
+				inWAL, _ := os.ReadDir(filepath.Join(cfg.Dir, walDir))
 				return len(inWAL) == 0
 			}
 			return e.Name() == "lock"
@@ -238,7 +236,7 @@ func Open(cfg Config, onChange func(*State)) (*Node, error) {
 		}
 	}
 	observe(n, st)
-	r, err := raft.NewRaft(rc, f, store, store, snaps, n.trans)
+	r, err := newRaft(rc, f, store, snaps, n.trans)
 	if err != nil {
 		return fail(fmt.Errorf("starting raft: %v", err))
 	}
@@ -248,18 +246,29 @@ func Open(cfg Config, onChange func(*State)) (*Node, error) {
 	return n, nil
 }
 
+// newRaft starts raft, turning a panic on what it reads at start into an error.
+func newRaft(rc *raft.Config, f *fsm, store *logStore, snaps raft.SnapshotStore, trans raft.Transport) (r *raft.Raft, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			r, err = nil, fmt.Errorf("%v", p)
+		}
+	}()
+	return raft.NewRaft(rc, f, store, store, snaps, trans)
+}
+
 // dataDir is an open data directory: its raft log and snapshot stores, and how to
 // close them and release the directory's lock.
 type dataDir struct {
-	store *wal.WAL
+	store *logStore
 	snaps raft.SnapshotStore
 	close func()
 }
 
 // openDir locks cfg.Dir (creating it when missing), checks it is this fleet's and
-// this member's, loads the state last applied and opens the raft log and snapshots.
+// this member's, loads the state last applied and opens the raft log (moving an
+// earlier version's into it) and snapshots.
 func openDir(cfg Config, logger hclog.Logger) (*fsm, *dataDir, error) {
-	if err := os.MkdirAll(filepath.Join(cfg.Dir, "wal"), 0o700); err != nil {
+	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
 		return nil, nil, fmt.Errorf("data directory: %v", err)
 	}
 	lock, err := lockDir(cfg.Dir)
@@ -277,17 +286,18 @@ func openDir(cfg Config, logger hclog.Logger) (*fsm, *dataDir, error) {
 	if err != nil {
 		return fail(err)
 	}
-	meta := &metadb.BoltMetaDB{}
-	store, err := wal.Open(filepath.Join(cfg.Dir, "wal"), wal.WithLogger(logger), wal.WithMetaStore(meta))
+	store, err := openLogStore(filepath.Join(cfg.Dir, logFile))
 	if err != nil {
-		meta.Close()
-		return fail(fmt.Errorf("raft log in %s: %v", filepath.Join(cfg.Dir, "wal"), err))
+		return fail(fmt.Errorf("raft log: %v (move the data directory away to start this member empty: the other voters send it the state)", err))
 	}
 	d := &dataDir{store: store, close: func() {
 		store.Close()
-		meta.Close() // the WAL leaves its meta database open
 		lock.Close()
 	}}
+	if err := migrateWAL(cfg.Dir, store, logger); err != nil {
+		d.close()
+		return nil, nil, err
+	}
 	if d.snaps, err = raft.NewFileSnapshotStoreWithLogger(filepath.Join(cfg.Dir, "snapshots"), 2, logger); err != nil {
 		d.close()
 		return nil, nil, fmt.Errorf("snapshots in %s: %v", cfg.Dir, err)

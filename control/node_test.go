@@ -219,10 +219,10 @@ func TestDataDirectoryOfAnotherFleetOrDamaged(t *testing.T) {
 		t.Errorf("corrupt state file: %v", err)
 	}
 	os.Remove(filepath.Join(dir, stateFile))
-	if err := os.WriteFile(filepath.Join(dir, "wal", "wal-meta.db"), []byte("not a bolt database, long enough to be read as one page"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, logFile), []byte("not a bolt database, long enough to be read as one page"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(cfg, nil); err == nil || !strings.Contains(err.Error(), "raft log in") {
+	if _, err := Open(cfg, nil); err == nil || !strings.Contains(err.Error(), "raft log: "+filepath.Join(dir, logFile)+" is unreadable") {
 		t.Errorf("corrupt raft log: %v", err)
 	}
 	foreign := t.TempDir()
