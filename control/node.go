@@ -38,7 +38,7 @@ type Config struct {
 	Bind   string   // the control port, HOST:PORT; also the address the others dial
 	Voters []Server // every voter, this one included; nil: this member alone
 	Dir    string   // data directory
-	Key    []byte   // the fleet key: authenticates the control port; nil: unauthenticated
+	Key    []byte   // the fleet key: the control port's TLS keys derive from it (nil: from an empty key)
 }
 
 // Policy is what the configuration says a change may do: the rules, the controls
@@ -200,7 +200,7 @@ func Open(cfg Config, onChange func(*State)) (*Node, error) {
 			closeStore()
 			return nil, fmt.Errorf("control port: %v", err)
 		}
-		n.mux = newMux(connlimit.New(ln, "control port", maxConns, maxConnsPerClient, logLimited), cfg.Key, n.serveForward,
+		n.mux = newMux(connlimit.New(ln, "control port", maxConns, maxConnsPerClient, logLimited), cfg.Key, cfg.Name, cfg.Voters, n.serveForward,
 			func() { handshakeRefused.Inc() })
 		n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{Stream: n.mux, MaxPool: 3, Timeout: 2 * time.Second, Logger: logger})
 	}
