@@ -212,11 +212,16 @@ func Open(cfg Config, onChange func(*State)) (*Node, error) {
 		closeStore()
 		return nil, err
 	}
+	f.store = store
+	mayBootstrap, err := openState(cfg, f, store, snaps)
+	if err != nil {
+		return fail(err)
+	}
 	has, err := raft.HasExistingState(store, store, snaps)
 	if err != nil {
 		return fail(fmt.Errorf("raft log in %s: %v", cfg.Dir, err))
 	}
-	if !has {
+	if !has && mayBootstrap {
 		var c raft.Configuration
 		for _, s := range cfg.Voters {
 			c.Servers = append(c.Servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(s.ID), Address: raft.ServerAddress(s.Addr)})
