@@ -207,6 +207,11 @@ func Open(cfg Config, onChange func(*State)) (*Node, error) {
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.Name)
 	rc.Logger = logger
+	if len(cfg.Voters) == 1 {
+		// One voter has no one to hear from: its timers only say how soon it elects
+		// itself at start, which the server's readiness waits for (singleVoterElection).
+		rc.HeartbeatTimeout, rc.ElectionTimeout, rc.LeaderLeaseTimeout = 50*time.Millisecond, 50*time.Millisecond, 50*time.Millisecond
+	}
 	fail := func(err error) (*Node, error) {
 		n.trans.Close()
 		closeStore()
@@ -248,7 +253,30 @@ func Open(cfg Config, onChange func(*State)) (*Node, error) {
 	n.raft = r
 	close(n.ready)
 	current.Store(n)
+	if len(cfg.Voters) == 1 {
+		n.awaitLeadership(singleVoterElection)
+	}
 	return n, nil
+}
+
+// singleVoterElection bounds how long Open waits for a single voter to elect
+// itself, so that a server reports ready only once a change can apply.
+const singleVoterElection = 10 * time.Second
+
+// awaitLeadership waits (up to within) until this member leads.
+func (n *Node) awaitLeadership(within time.Duration) {
+	t := time.NewTimer(within)
+	defer t.Stop()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for n.raft.State() != raft.Leader {
+		select {
+		case <-t.C:
+			log.Warningf("control: the single voter %s did not elect itself within %s; changes wait for it", n.cfg.Name, within)
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 // newRaft starts raft, turning a panic on what it reads at start into an error.
