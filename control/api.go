@@ -84,6 +84,9 @@ type APICommand struct {
 	DeleteCheck string          `json:"delete_check,omitempty"`
 	Tags        *TagChange      `json:"tags,omitempty"`
 	Serve       uint64          `json:"serve,omitempty"` // Command.Member answers from this Gen
+	// Reserved are the names of the Corefile's checks of a batch's zone, which API
+	// health checks may not take (the member the batch came through names them).
+	Reserved []string `json:"reserved,omitempty"`
 }
 
 // RecordKey identifies a record set in its zone: name, type and set identifier.
@@ -231,7 +234,35 @@ func (a *APIState) applyRecords(c *APICommand) error {
 	if len(z.RecordSets) == 0 {
 		delete(a.Zones, c.Zone)
 	}
+	if err := a.Convertible(c.Zone, c.Reserved); err != nil {
+		return &Refusal{Code: CodeInvalidChangeBatch, Reason: err.Error(), Messages: []string{err.Error()}}
+	}
 	return nil
+}
+
+// Convertible returns why the importer could not convert zone's record sets (nil
+// when it can): a batch that would leave such a zone is refused here, inside the
+// state machine, in the leader's order of commands, so two batches racing through
+// two members cannot together leave a zone no member can answer from. reserved
+// are the names of the Corefile's checks, which API health checks may not take.
+func (a *APIState) Convertible(zone string, reserved []string) error {
+	z := a.Zones[zone]
+	if z == nil || len(z.RecordSets) == 0 {
+		return nil
+	}
+	var checks []route53.HealthCheck
+	for _, id := range slices.Sorted(maps.Keys(a.HealthChecks)) {
+		if slices.Contains(reserved, id) {
+			return fmt.Errorf("health check %s has the name of a check of the Corefile", id)
+		}
+		checks = append(checks, a.HealthChecks[id].HealthCheck)
+	}
+	sets := make([]route53.ResourceRecordSet, 0, len(z.RecordSets))
+	for _, k := range slices.Sorted(maps.Keys(z.RecordSets)) {
+		sets = append(sets, z.RecordSets[k])
+	}
+	_, err := route53.Convert(route53.Input{Zone: zone, RecordSets: sets, HealthChecks: checks})
+	return err
 }
 
 func setIDPart(rs route53.ResourceRecordSet) string {

@@ -7,7 +7,6 @@ import (
 	"encoding/base32"
 	"encoding/xml"
 	"fmt"
-	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -250,19 +249,14 @@ func (s *Server) changeRecordSets(w http.ResponseWriter, r *http.Request) {
 		errInput("Invalid XML ; " + err.Error()).write(w)
 		return
 	}
-	cmd := &control.APICommand{ChangeID: newChangeID(), Comment: req.ChangeBatch.Comment, Zone: z.Name}
+	cmd := &control.APICommand{ChangeID: newChangeID(), Comment: req.ChangeBatch.Comment, Zone: z.Name, Reserved: z.Checks}
 	if e := checkBatch(z, &req, cmd); e != nil {
 		e.write(w)
 		return
 	}
 	st := s.state()
-	next, err := st.Preview(cmd)
-	if err != nil {
+	if _, err := st.Preview(cmd); err != nil { // the state machine converts the zone too
 		s.writeRefusal(w, err)
-		return
-	}
-	if e := convertible(z, next); e != nil {
-		e.write(w)
 		return
 	}
 	if e := s.propose(r.Context(), cmd); e != nil {
@@ -331,18 +325,7 @@ func checkBatch(z Zone, req *changeResourceRecordSetsRequest, cmd *control.APICo
 // convertible refuses a zone the importer could not convert: what the state would
 // hold must be what every member can answer from.
 func convertible(z Zone, st *control.APIState) *apiError {
-	sets := sortedSets(st, z.Name)
-	if len(sets) == 0 {
-		return nil
-	}
-	var checks []route53.HealthCheck
-	for _, id := range slices.Sorted(maps.Keys(st.HealthChecks)) {
-		if slices.Contains(z.Checks, id) {
-			return errBatch(fmt.Sprintf("health check %s has the name of a check of the Corefile", id))
-		}
-		checks = append(checks, st.HealthChecks[id].HealthCheck)
-	}
-	if _, err := route53.Convert(route53.Input{Zone: z.Name, RecordSets: sets, HealthChecks: checks}); err != nil {
+	if err := st.Convertible(z.Name, z.Checks); err != nil {
 		return errBatch(err.Error())
 	}
 	return nil

@@ -1,0 +1,81 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func cnameRS(name, target string) RecordChange {
+	rs := aRS(name, target, "")
+	rs.Type = "CNAME"
+	return RecordChange{"CREATE", rs}
+}
+
+// Two batches each valid against the state they were checked on (a CNAME and an
+// A record at one name), applied in the leader's order: the second is refused by
+// the state machine, so the zone still converts.
+func TestRacingBatchesCannotLeaveAZoneThatDoesNotConvert(t *testing.T) {
+	s := NewState()
+	cname := batch("C1", cnameRS("race0.example.org", "target.example.net."))
+	a := batch("C2", RecordChange{"CREATE", aRS("race0.example.org", "192.0.2.1", "")})
+	if _, err := s.API.Preview(a.API); err != nil {
+		t.Fatalf("the A batch alone: %v", err)
+	}
+	if err := s.Apply(1, cname); err != nil {
+		t.Fatal(err)
+	}
+	err := s.Apply(2, a)
+	var ref *Refusal
+	if !errors.As(err, &ref) || ref.Code != CodeInvalidChangeBatch || len(ref.Messages) != 1 {
+		t.Fatalf("the A batch after the CNAME: %v, want InvalidChangeBatch", err)
+	}
+	if err := s.API.Convertible("example.org.", nil); err != nil || len(s.API.Zones["example.org."].RecordSets) != 1 {
+		t.Fatalf("the zone after the refusal: %v, %d record sets", err, len(s.API.Zones["example.org."].RecordSets))
+	}
+	// A health check may not take the name of one of the Corefile's checks.
+	hc := &APIHealthCheck{CallerReference: "r1"}
+	hc.Id = "web"
+	if err := s.Apply(3, apiCmd(&APICommand{CreateCheck: hc})); err != nil {
+		t.Fatal(err)
+	}
+	err = s.Apply(4, apiCmd(&APICommand{ChangeID: "C4", Zone: "example.org.", Reserved: []string{"web"},
+		Records: []RecordChange{{"CREATE", aRS("b.example.org", "192.0.2.2", "")}}}))
+	if err == nil || !strings.Contains(err.Error(), "health check web has the name of a check of the Corefile") {
+		t.Fatalf("a batch with a reserved check name: %v", err)
+	}
+}
+
+// The same race through two members of three, concurrently, 5 times: exactly one
+// batch of each pair is applied, and every member holds the same zone.
+func TestRacingBatchesThroughTwoMembers(t *testing.T) {
+	_, nodes := group(t, 3)
+	waitFor(t, 10*time.Second, "a leader", func() bool { return hasLeader(nodes...) })
+	for round := range 5 {
+		name := "race" + string(rune('0'+round)) + ".example.org"
+		reqs := []Request{
+			{Token: "api", Member: "m1", API: batch("C"+name+"1", cnameRS(name, "target.example.net.")).API},
+			{Token: "api", Member: "m2", API: batch("C"+name+"2", RecordChange{"CREATE", aRS(name, "192.0.2.1", "")}).API},
+		}
+		errs := make([]error, 2)
+		var wg sync.WaitGroup
+		for i := range reqs {
+			wg.Go(func() { errs[i] = nodes[i+1].Change(context.Background(), reqs[i]) })
+		}
+		wg.Wait()
+		if (errs[0] == nil) == (errs[1] == nil) || (!errors.Is(errs[0], ErrRefused) && !errors.Is(errs[1], ErrRefused)) {
+			t.Fatalf("round %d: %v / %v, want exactly one applied and the other refused", round, errs[0], errs[1])
+		}
+	}
+	waitFor(t, 2*time.Second, "every member holds 5 record sets", func() bool {
+		for _, n := range nodes {
+			if a := n.API(); a == nil || len(a.Zones["example.org."].RecordSets) != 5 || a.Convertible("example.org.", nil) != nil {
+				return false
+			}
+		}
+		return true
+	})
+}
