@@ -38,6 +38,7 @@ type APIState struct {
 	Tags         map[string]map[string]string `json:"tags,omitempty"`          // by "healthcheck/ID" or "hostedzone/ID"
 	Changes      []APIChangeInfo              `json:"changes,omitempty"`       // newest last
 	Serves       map[string]uint64            `json:"serves,omitempty"`        // member -> the Gen its DNS answers come from
+	Replays      *Replays                     `json:"replays,omitempty"`       // the signed requests decided (api_replay.go)
 }
 
 // APIZone is one zone's API-managed record sets, by RecordKey.
@@ -83,7 +84,8 @@ type APICommand struct {
 	UpdateCheck *APIHealthCheck `json:"update_check,omitempty"` // Version: the version it updates
 	DeleteCheck string          `json:"delete_check,omitempty"`
 	Tags        *TagChange      `json:"tags,omitempty"`
-	Serve       uint64          `json:"serve,omitempty"` // Command.Member answers from this Gen
+	Serve       uint64          `json:"serve,omitempty"`   // Command.Member answers from this Gen
+	Request     *APIRequest     `json:"request,omitempty"` // the signed request it came from: decided once
 }
 
 // RecordKey identifies a record set in its zone: name, type and set identifier.
@@ -147,6 +149,9 @@ func (s *State) applyAPI(index uint64, cmd *Command) error {
 		a.Serves = map[string]uint64{}
 	}
 	c := cmd.API
+	if err := a.checkSigned(c.Request); err != nil {
+		return err
+	}
 	var err error
 	data := true // the command changes what DNS answers
 	switch {
@@ -170,7 +175,20 @@ func (s *State) applyAPI(index uint64, cmd *Command) error {
 		err = apiRefusal(CodeInvalidInput, "an API command that changes nothing")
 	}
 	if err != nil {
+		if c.Request != nil { // refused, and remembered: sent again later, it must not apply either
+			if s.API != nil {
+				kept := *s.API
+				a = &kept
+			} else {
+				a = &APIState{}
+			}
+			a.Replays = a.remember(c.Request, "", cmd.Time)
+			s.API = a
+		}
 		return err
+	}
+	if c.Request != nil {
+		a.Replays = a.remember(c.Request, answerOf(c), cmd.Time)
 	}
 	if data {
 		a.Gen = index

@@ -245,6 +245,9 @@ func (s *Server) changeRecordSets(w http.ResponseWriter, r *http.Request) {
 		e.write(w)
 		return
 	}
+	if s.replayedChange(w, r) {
+		return
+	}
 	var req changeResourceRecordSetsRequest
 	if err := xml.NewDecoder(r.Body).Decode(&req); err != nil {
 		errInput("Invalid XML ; " + err.Error()).write(w)
@@ -266,7 +269,9 @@ func (s *Server) changeRecordSets(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if e := s.propose(r.Context(), cmd); e != nil {
-		e.write(w)
+		if !s.replayedChange(w, r) { // decided through another member meanwhile
+			e.write(w)
+		}
 		return
 	}
 	s.writeChange(w, cmd.ChangeID, func(ci changeInfo) any {
