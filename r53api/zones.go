@@ -253,6 +253,10 @@ func (s *Server) changeRecordSets(w http.ResponseWriter, r *http.Request) {
 		errInput("Invalid XML ; " + err.Error()).write(w)
 		return
 	}
+	if e := batchFields(&req); e != nil {
+		e.write(w)
+		return
+	}
 	cmd := &control.APICommand{ChangeID: newChangeID(), Comment: req.ChangeBatch.Comment, Zone: z.Name}
 	if e := checkBatch(z, &req, cmd); e != nil {
 		e.write(w)
