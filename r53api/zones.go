@@ -2,6 +2,7 @@ package r53api
 
 import (
 	"cmp"
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base32"
@@ -253,34 +254,35 @@ func (s *Server) changeRecordSets(w http.ResponseWriter, r *http.Request) {
 		errInput("Invalid XML ; " + err.Error()).write(w)
 		return
 	}
-	if e := batchFields(&req); e != nil {
-		e.write(w)
-		return
-	}
-	cmd := &control.APICommand{ChangeID: newChangeID(), Comment: req.ChangeBatch.Comment, Zone: z.Name}
-	if e := checkBatch(z, &req, cmd); e != nil {
-		e.write(w)
-		return
-	}
-	st := s.state()
-	next, err := st.Preview(cmd)
-	if err != nil {
-		s.writeRefusal(w, err)
-		return
-	}
-	if e := convertible(z, next); e != nil {
-		e.write(w)
-		return
-	}
-	if e := s.propose(r.Context(), cmd); e != nil {
+	id, e := s.applyBatch(r.Context(), z, &req)
+	if e != nil {
 		if !s.replayedChange(w, r) { // decided through another member meanwhile
 			e.write(w)
 		}
 		return
 	}
-	s.writeChange(w, cmd.ChangeID, func(ci changeInfo) any {
+	s.writeChange(w, id, func(ci changeInfo) any {
 		return changeResourceRecordSetsResponse{Xmlns: Namespace, ChangeInfo: ci}
 	})
+}
+
+// applyBatch checks a batch against the zone and the state, and applies it
+// through the leader; it returns the change's ID.
+func (s *Server) applyBatch(ctx context.Context, z Zone, req *changeResourceRecordSetsRequest) (string, *apiError) {
+	if e := batchFields(req); e != nil {
+		return "", e
+	}
+	cmd := &control.APICommand{ChangeID: newChangeID(), Comment: req.ChangeBatch.Comment, Zone: z.Name}
+	if e := checkBatch(z, req, cmd); e != nil {
+		return "", e
+	}
+	if e := convertible(z, s.state(), cmd); e != nil {
+		return "", e
+	}
+	if e := s.propose(ctx, cmd); e != nil { // the state machine decides whether each change applies
+		return "", e
+	}
+	return cmd.ChangeID, nil
 }
 
 // checkBatch checks what a batch asks before the state is read: its size, its
@@ -337,10 +339,13 @@ func checkBatch(z Zone, req *changeResourceRecordSetsRequest, cmd *control.APICo
 	return nil
 }
 
-// convertible refuses a zone the importer could not convert: what the state would
-// hold must be what every member can answer from.
-func convertible(z Zone, st *control.APIState) *apiError {
-	sets := sortedSets(st, z.Name)
+// convertible refuses a batch after which the zone could not be converted by
+// the importer: what the state holds must be what every member can answer from.
+// Only what the batch can change is converted (affected), so a batch's cost does
+// not grow with the zone; whether each change applies to the state (CREATE of
+// a set that exists, DELETE with other values) the state machine decides.
+func convertible(z Zone, st *control.APIState, cmd *control.APICommand) *apiError {
+	sets := affected(st, cmd)
 	if len(sets) == 0 {
 		return nil
 	}
@@ -357,17 +362,69 @@ func convertible(z Zone, st *control.APIState) *apiError {
 	return nil
 }
 
-// writeRefusal answers a refusal of the state machine (from Preview).
-func (s *Server) writeRefusal(w http.ResponseWriter, err error) {
+// affected returns, in listing order, the record sets of cmd's zone the
+// importer must convert together to tell whether the zone converts after cmd:
+// every set at a name cmd changes, and every set joined to those by in-zone
+// aliases either way (an alias's target must serve its type; a CNAME must stay
+// alone through aliases), as cmd would leave them. The rest of the zone
+// converted before and is converted alone, so it is not read again: one pass
+// over the zone's sets compares names, the conversion is of these alone.
+func affected(st *control.APIState, cmd *control.APICommand) []route53.ResourceRecordSet {
+	var held map[string]route53.ResourceRecordSet
+	if az := st.Zones[cmd.Zone]; az != nil {
+		held = az.RecordSets
+	}
+	names := map[string]bool{}
+	var aliases [][2]string // owner, target
+	alias := func(rs *route53.ResourceRecordSet) {
+		if rs.AliasTarget != nil {
+			aliases = append(aliases, [2]string{control.NormalizeName(rs.Name), control.NormalizeName(rs.AliasTarget.DNSName)})
+		}
+	}
+	for _, ch := range cmd.Records {
+		names[control.NormalizeName(ch.RecordSet.Name)] = true
+		alias(&ch.RecordSet)
+	}
+	for _, rs := range held {
+		alias(&rs)
+	}
+	for grown := true; grown; { // names joined by aliases, to a fixed point
+		grown = false
+		for _, a := range aliases {
+			if names[a[0]] != names[a[1]] {
+				names[a[0]], names[a[1]], grown = true, true, true
+			}
+		}
+	}
+	sets := map[string]route53.ResourceRecordSet{}
+	for k, rs := range held {
+		if names[rs.Name] {
+			sets[k] = rs
+		}
+	}
+	for _, ch := range cmd.Records {
+		rs := ch.RecordSet
+		rs.Name = control.NormalizeName(rs.Name)
+		if ch.Action == "DELETE" {
+			delete(sets, control.RecordKey(&rs))
+		} else {
+			sets[control.RecordKey(&rs)] = rs
+		}
+	}
+	out := slices.Collect(maps.Values(sets))
+	slices.SortFunc(out, func(a, b route53.ResourceRecordSet) int { return orderOf(&a).compare(orderOf(&b)) })
+	return out
+}
+
+// refusalErr is the answer to a refusal of the state machine (from Preview).
+func refusalErr(err error) *apiError {
 	if ref, ok := err.(*control.Refusal); ok {
 		if ref.Code == control.CodeInvalidChangeBatch {
-			errBatch(ref.Messages...).write(w)
-			return
+			return errBatch(ref.Messages...)
 		}
-		newErr(refusalStatus(ref.Code), ref.Code, ref.Reason).write(w)
-		return
+		return newErr(refusalStatus(ref.Code), ref.Code, ref.Reason)
 	}
-	newErr(http.StatusInternalServerError, "InternalFailure", err.Error()).write(w)
+	return newErr(http.StatusInternalServerError, "InternalFailure", err.Error())
 }
 
 // changeStatus returns the ChangeInfo of change id, or false when unknown.
@@ -404,3 +461,6 @@ func (s *Server) getChange(w http.ResponseWriter, r *http.Request) {
 func (s *Server) getHostedZoneCount(w http.ResponseWriter, r *http.Request) {
 	writeXML(w, http.StatusOK, getHostedZoneCountResponse{Xmlns: Namespace, HostedZoneCount: int64(len(s.be.Zones()))})
 }
+
+// writeRefusal answers a refusal of the state machine (from Preview).
+func (s *Server) writeRefusal(w http.ResponseWriter, err error) { refusalErr(err).write(w) }
