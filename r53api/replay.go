@@ -2,6 +2,7 @@ package r53api
 
 import (
 	"context"
+	"errors"
 	"net/http"
 
 	"github.com/healthroute/healthroute/control"
@@ -41,6 +42,23 @@ func signedRefusal(ref *control.Refusal) *apiError {
 		return newErr(http.StatusBadRequest, "Throttling", "Rate exceeded: "+ref.Reason)
 	}
 	return replayRefusal(control.SignedRequest{}, true)
+}
+
+// refused records in the replicated state that the signed request of ctx was
+// refused by this member, for what the zone or the state held then, so that
+// sent again once they changed, it is not decided afresh: a command that
+// carries its request and changes nothing is refused by the state machine, and
+// its request remembered. A member that reaches no leader only logs it.
+func (s *Server) refused(ctx context.Context) {
+	req, n := signedOf(ctx), s.be.Node()
+	if req == nil || n == nil {
+		return
+	}
+	err := n.Change(ctx, control.Request{Token: keyOf(ctx), Member: n.Name(), API: &control.APICommand{Request: req}})
+	var ref *control.Refusal
+	if !errors.As(err, &ref) {
+		s.logf("remember", "route53_api: a refused request could not be remembered as decided (sent again, it is checked again): %v", err)
+	}
 }
 
 // replayedChange answers a change batch sent again after it applied as it was

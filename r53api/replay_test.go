@@ -224,3 +224,30 @@ func batchOf(action types.ChangeAction, name, value string) *types.ChangeBatch {
 	return &types.ChangeBatch{Changes: []types.Change{{Action: action, ResourceRecordSet: &types.ResourceRecordSet{Name: aws.String(name), Type: types.RRTypeA,
 		TTL: aws.Int64(60), ResourceRecords: []types.ResourceRecord{{Value: aws.String(value)}}}}}}
 }
+
+// TestRefusedBatchStaysRefused: a signed batch this member refused (a CNAME
+// beside an A record set) sent again once the A record set is gone is still
+// refused: its refusal is remembered in the replicated state.
+func TestRefusedBatchStaysRefused(t *testing.T) {
+	s, c := startTest(t, DefaultLimits, Zone{Name: "example.org."})
+	ctx := context.Background()
+	zone := aws.String(ZoneID("example.org."))
+	if _, err := c.ChangeResourceRecordSets(ctx, &route53.ChangeResourceRecordSetsInput{HostedZoneId: zone, ChangeBatch: batchOf(types.ChangeActionCreate, "x.example.org.", "192.0.2.1")}); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now()
+	path := "/2013-04-01/hostedzone/" + ZoneID("example.org.") + "/rrset/"
+	cname := `<?xml version="1.0" encoding="UTF-8"?><ChangeResourceRecordSetsRequest xmlns="https://route53.amazonaws.com/doc/2013-04-01/"><ChangeBatch><Changes><Change><Action>CREATE</Action><ResourceRecordSet><Name>x.example.org.</Name><Type>CNAME</Type><TTL>60</TTL><ResourceRecords><ResourceRecord><Value>y.example.net.</Value></ResourceRecord></ResourceRecords></ResourceRecordSet></Change></Changes></ChangeBatch></ChangeResourceRecordSetsRequest>`
+	if code, ec, b := answer(t, signed(t, s.Addr(), "POST", path, cname, at)); ec != "InvalidChangeBatch" {
+		t.Fatalf("a CNAME beside an A record set: %d %s %s, want InvalidChangeBatch", code, ec, b)
+	}
+	if _, err := c.ChangeResourceRecordSets(ctx, &route53.ChangeResourceRecordSetsInput{HostedZoneId: zone, ChangeBatch: batchOf(types.ChangeActionDelete, "x.example.org.", "192.0.2.1")}); err != nil {
+		t.Fatal(err)
+	}
+	if code, ec, b := answer(t, signed(t, s.Addr(), "POST", path, cname, at)); code != http.StatusBadRequest || ec != "InvalidInput" {
+		t.Errorf("the refused CNAME sent again once the A record set is gone: %d %s %s, want 400 InvalidInput (decided before)", code, ec, b)
+	}
+	if sets := sortedSets(s.state(), "example.org."); len(sets) != 0 {
+		t.Errorf("the zone holds %v, want nothing", sets)
+	}
+}

@@ -273,10 +273,12 @@ func (s *Server) applyBatch(ctx context.Context, z Zone, req *changeResourceReco
 		return "", e
 	}
 	cmd := &control.APICommand{ChangeID: newChangeID(), Comment: req.ChangeBatch.Comment, Zone: z.Name}
-	if e := checkBatch(z, req, cmd); e != nil {
-		return "", e
+	e := checkBatch(z, req, cmd)
+	if e == nil {
+		e = convertible(z, s.state(), cmd)
 	}
-	if e := convertible(z, s.state(), cmd); e != nil {
+	if e != nil { // refused for the zone and state as they are now: sent again later, it stays refused
+		s.refused(ctx)
 		return "", e
 	}
 	if e := s.propose(ctx, cmd); e != nil { // the state machine decides whether each change applies
