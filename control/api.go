@@ -108,17 +108,17 @@ func apiRefusal(code, format string, args ...any) *Refusal {
 	return &Refusal{Code: code, Reason: fmt.Sprintf(format, args...)}
 }
 
-// clone returns a deep copy of a (nil stays nil); record sets and checks are
-// values replaced whole, never changed in place, so the maps are copied one level.
+// clone returns a copy of a (nil stays nil) that a command may change; record
+// sets and checks are values replaced whole, never changed in place, so the maps
+// are copied one level. A zone's record sets are shared until a batch changes
+// them (applyRecords copies that zone's): a command costs nothing in the size of
+// the zones it leaves alone.
 func (a *APIState) clone() *APIState {
 	if a == nil {
 		return nil
 	}
 	c := *a
-	c.Zones = make(map[string]*APIZone, len(a.Zones))
-	for z, v := range a.Zones {
-		c.Zones[z] = &APIZone{RecordSets: maps.Clone(v.RecordSets)}
-	}
+	c.Zones = maps.Clone(a.Zones)
 	c.HealthChecks = maps.Clone(a.HealthChecks)
 	c.Tags = make(map[string]map[string]string, len(a.Tags))
 	for r, t := range a.Tags {
@@ -206,11 +206,11 @@ func (s *State) applyAPI(index uint64, cmd *Command) error {
 // applyRecords applies a ChangeResourceRecordSets batch, whole or not at all,
 // refusing it with Route 53's messages.
 func (a *APIState) applyRecords(c *APICommand) error {
-	z := a.Zones[c.Zone]
-	if z == nil {
-		z = &APIZone{RecordSets: map[string]route53.ResourceRecordSet{}}
-		a.Zones[c.Zone] = z
+	z := &APIZone{RecordSets: map[string]route53.ResourceRecordSet{}}
+	if held := a.Zones[c.Zone]; held != nil { // shared with the state before (clone)
+		z.RecordSets = maps.Clone(held.RecordSets)
 	}
+	a.Zones[c.Zone] = z
 	var msgs []string
 	for _, ch := range c.Records {
 		rs := ch.RecordSet
@@ -309,12 +309,17 @@ func (a *APIState) deleteCheck(id string) error {
 	if a.HealthChecks[id] == nil {
 		return apiRefusal(CodeNoSuchHealthCheck, "No health check exists with the specified ID %s", id)
 	}
-	for _, z := range slices.Sorted(maps.Keys(a.Zones)) {
-		for _, k := range slices.Sorted(maps.Keys(a.Zones[z].RecordSets)) {
-			if rs := a.Zones[z].RecordSets[k]; rs.HealthCheckId == id {
-				return apiRefusal(CodeHealthCheckInUse, "The health check %s is still referenced from resource record set [name='%s', type='%s'%s]", id, rs.Name, rs.Type, setIDPart(rs))
+	var user *route53.ResourceRecordSet // of the sets that use it, the first by zone and key: one pass, no sort
+	userAt := ""
+	for z, zone := range a.Zones {
+		for k, rs := range zone.RecordSets {
+			if at := z + "\x00" + k; rs.HealthCheckId == id && (user == nil || at < userAt) {
+				user, userAt = &rs, at
 			}
 		}
+	}
+	if user != nil {
+		return apiRefusal(CodeHealthCheckInUse, "The health check %s is still referenced from resource record set [name='%s', type='%s'%s]", id, user.Name, user.Type, setIDPart(*user))
 	}
 	for _, other := range a.HealthChecks {
 		if slices.Contains(other.HealthCheckConfig.ChildHealthChecks, id) {
