@@ -54,6 +54,9 @@ func (s *Server) refused(ctx context.Context) {
 	if req == nil || n == nil {
 		return
 	}
+	if _, known := s.state().Replayed(req.Digest); known {
+		return
+	}
 	err := n.Change(ctx, control.Request{Token: keyOf(ctx), Member: n.Name(), API: &control.APICommand{Request: req}})
 	var ref *control.Refusal
 	if !errors.As(err, &ref) {
