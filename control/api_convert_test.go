@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/healthroute/healthroute/route53"
 )
 
 func cnameRS(name, target string) RecordChange {
@@ -78,4 +80,56 @@ func TestRacingBatchesThroughTwoMembers(t *testing.T) {
 		}
 		return true
 	})
+}
+
+// A signed batch the state machine refuses because the zone would not convert is
+// refused with InvalidChangeBatch and the importer's message, and its request is
+// remembered as decided (refused): sent again, it is refused as a replay.
+func TestSignedBatchRefusedForConversionIsRemembered(t *testing.T) {
+	s := NewState()
+	if err := s.Apply(1, batch("C1", cnameRS("x.example.org", "target.example.net."))); err != nil {
+		t.Fatal(err)
+	}
+	cmd := batch("C2", RecordChange{"CREATE", aRS("x.example.org", "192.0.2.1", "")})
+	cmd.API.Request = &APIRequest{Digest: "d1", Signed: t0}
+	var ref *Refusal
+	if err := s.Apply(2, cmd); !errors.As(err, &ref) || ref.Code != CodeInvalidChangeBatch || len(ref.Messages) != 1 || !strings.Contains(ref.Messages[0], "CNAME") {
+		t.Fatalf("the A batch beside the CNAME: %v, want InvalidChangeBatch with the importer's message", err)
+	}
+	if d, ok := s.API.Replayed("d1"); !ok || d.Answer != "" {
+		t.Fatalf("the refused request remembered: %v %+v, want remembered as refused", ok, d)
+	}
+	if err := s.Apply(3, cmd); refusalCode(err) != CodeRequestReplayed {
+		t.Fatalf("the refused request sent again: %v, want %s", err, CodeRequestReplayed)
+	}
+	if n := len(s.API.Zones["example.org."].RecordSets); n != 1 {
+		t.Fatalf("%d record sets, want the CNAME alone", n)
+	}
+}
+
+// A batch converts the sets at the names it changes and those aliases join to
+// them, not the whole zone: a name the zone held that does not convert (as racing
+// batches left it before the state machine checked conversions) does not refuse
+// a batch elsewhere, and a batch at that name that leaves it broken is refused.
+func TestBatchConvertsWhatItAffects(t *testing.T) {
+	s := NewState()
+	cname := cnameRS("broken.example.org.", "target.example.net.").RecordSet
+	a := aRS("broken.example.org.", "192.0.2.1", "")
+	s.API = &APIState{Zones: map[string]*APIZone{"example.org.": {RecordSets: map[string]route53.ResourceRecordSet{
+		RecordKey(&cname): cname, RecordKey(&a): a}}}}
+	if err := s.API.Convertible("example.org.", nil); err == nil {
+		t.Fatal("the zone held converts; the test needs one that does not")
+	}
+	if err := s.Apply(1, batch("C1", RecordChange{"CREATE", aRS("other.example.org", "192.0.2.2", "")})); err != nil {
+		t.Fatalf("a batch elsewhere in the zone: %v", err)
+	}
+	if err := s.Apply(2, batch("C2", RecordChange{"UPSERT", aRS("broken.example.org", "192.0.2.3", "")})); refusalCode(err) != CodeInvalidChangeBatch {
+		t.Fatalf("a batch leaving the broken name broken: %v, want InvalidChangeBatch", err)
+	}
+	if err := s.Apply(3, batch("C3", RecordChange{"DELETE", cname})); err != nil {
+		t.Fatalf("a batch repairing the zone: %v", err)
+	}
+	if err := s.API.Convertible("example.org.", nil); err != nil {
+		t.Fatalf("the repaired zone: %v", err)
+	}
 }
