@@ -1,6 +1,7 @@
 package control
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -38,6 +39,7 @@ type APIState struct {
 	Tags         map[string]map[string]string `json:"tags,omitempty"`          // by "healthcheck/ID" or "hostedzone/ID"
 	Changes      []APIChangeInfo              `json:"changes,omitempty"`       // newest last
 	Serves       map[string]uint64            `json:"serves,omitempty"`        // member -> the Gen its DNS answers come from
+	Replays      *Replays                     `json:"replays,omitempty"`       // the signed requests decided (api_replay.go)
 }
 
 // APIZone is one zone's API-managed record sets, by RecordKey.
@@ -83,7 +85,11 @@ type APICommand struct {
 	UpdateCheck *APIHealthCheck `json:"update_check,omitempty"` // Version: the version it updates
 	DeleteCheck string          `json:"delete_check,omitempty"`
 	Tags        *TagChange      `json:"tags,omitempty"`
-	Serve       uint64          `json:"serve,omitempty"` // Command.Member answers from this Gen
+	Serve       uint64          `json:"serve,omitempty"`   // Command.Member answers from this Gen
+	Request     *APIRequest     `json:"request,omitempty"` // the signed request it came from: decided once
+	// Reserved are the names of the Corefile's checks of a batch's zone, which API
+	// health checks may not take (the member the batch came through names them).
+	Reserved []string `json:"reserved,omitempty"`
 }
 
 // RecordKey identifies a record set in its zone: name, type and set identifier.
@@ -106,17 +112,17 @@ func apiRefusal(code, format string, args ...any) *Refusal {
 	return &Refusal{Code: code, Reason: fmt.Sprintf(format, args...)}
 }
 
-// clone returns a deep copy of a (nil stays nil); record sets and checks are
-// values replaced whole, never changed in place, so the maps are copied one level.
+// clone returns a copy of a (nil stays nil) that a command may change; record
+// sets and checks are values replaced whole, never changed in place, so the maps
+// are copied one level. A zone's record sets are shared until a batch changes
+// them (applyRecords copies that zone's): a command costs nothing in the size of
+// the zones it leaves alone.
 func (a *APIState) clone() *APIState {
 	if a == nil {
 		return nil
 	}
 	c := *a
-	c.Zones = make(map[string]*APIZone, len(a.Zones))
-	for z, v := range a.Zones {
-		c.Zones[z] = &APIZone{RecordSets: maps.Clone(v.RecordSets)}
-	}
+	c.Zones = maps.Clone(a.Zones)
 	c.HealthChecks = maps.Clone(a.HealthChecks)
 	c.Tags = make(map[string]map[string]string, len(a.Tags))
 	for r, t := range a.Tags {
@@ -147,6 +153,9 @@ func (s *State) applyAPI(index uint64, cmd *Command) error {
 		a.Serves = map[string]uint64{}
 	}
 	c := cmd.API
+	if err := a.checkSigned(c.Request); err != nil {
+		return err
+	}
 	var err error
 	data := true // the command changes what DNS answers
 	switch {
@@ -170,7 +179,20 @@ func (s *State) applyAPI(index uint64, cmd *Command) error {
 		err = apiRefusal(CodeInvalidInput, "an API command that changes nothing")
 	}
 	if err != nil {
+		if c.Request != nil { // refused, and remembered: sent again later, it must not apply either
+			if s.API != nil {
+				kept := *s.API
+				a = &kept
+			} else {
+				a = &APIState{}
+			}
+			a.Replays = a.remember(c.Request, "", cmd.Time)
+			s.API = a
+		}
 		return err
+	}
+	if c.Request != nil {
+		a.Replays = a.remember(c.Request, answerOf(c), cmd.Time)
 	}
 	if data {
 		a.Gen = index
@@ -188,11 +210,13 @@ func (s *State) applyAPI(index uint64, cmd *Command) error {
 // applyRecords applies a ChangeResourceRecordSets batch, whole or not at all,
 // refusing it with Route 53's messages.
 func (a *APIState) applyRecords(c *APICommand) error {
-	z := a.Zones[c.Zone]
-	if z == nil {
-		z = &APIZone{RecordSets: map[string]route53.ResourceRecordSet{}}
-		a.Zones[c.Zone] = z
+	z := &APIZone{RecordSets: map[string]route53.ResourceRecordSet{}}
+	var held map[string]route53.ResourceRecordSet // as before the batch
+	if hz := a.Zones[c.Zone]; hz != nil {         // shared with the state before (clone)
+		held = hz.RecordSets
+		z.RecordSets = maps.Clone(held)
 	}
+	a.Zones[c.Zone] = z
 	var msgs []string
 	for _, ch := range c.Records {
 		rs := ch.RecordSet
@@ -231,7 +255,101 @@ func (a *APIState) applyRecords(c *APICommand) error {
 	if len(z.RecordSets) == 0 {
 		delete(a.Zones, c.Zone)
 	}
+	sets := affected(held, z.RecordSets, c.Records)
+	if err := a.convert(c.Zone, sets, c.Reserved); err != nil {
+		return &Refusal{Code: CodeInvalidChangeBatch, Reason: err.Error(), Messages: []string{err.Error()}}
+	}
 	return nil
+}
+
+// Convertible returns why the importer could not convert zone's record sets, the
+// whole zone (nil when it can). reserved are the names of the Corefile's checks,
+// which API health checks may not take.
+func (a *APIState) Convertible(zone string, reserved []string) error {
+	z := a.Zones[zone]
+	if z == nil {
+		return nil
+	}
+	return a.convert(zone, slices.Collect(maps.Values(z.RecordSets)), reserved)
+}
+
+// convert returns why the importer could not convert sets, record sets of zone,
+// with the API's health checks (nil when it can). A batch after which the sets it
+// affects could not be converted is refused inside the state machine
+// (applyRecords), in the leader's order of commands, so two batches racing
+// through two members cannot together leave a zone no member can answer from.
+// sets are converted in listing order, so the importer reports the same first
+// error on every member.
+func (a *APIState) convert(zone string, sets []route53.ResourceRecordSet, reserved []string) error {
+	if len(sets) == 0 {
+		return nil
+	}
+	var checks []route53.HealthCheck
+	for _, id := range slices.Sorted(maps.Keys(a.HealthChecks)) {
+		if slices.Contains(reserved, id) {
+			return fmt.Errorf("health check %s has the name of a check of the Corefile", id)
+		}
+		checks = append(checks, a.HealthChecks[id].HealthCheck)
+	}
+	slices.SortFunc(sets, func(x, y route53.ResourceRecordSet) int { return CompareListing(&x, &y) })
+	_, err := route53.Convert(route53.Input{Zone: zone, RecordSets: sets, HealthChecks: checks})
+	return err
+}
+
+// affected returns the record sets of a zone the importer must convert together
+// to tell whether the zone converts after a batch of records: every set at a
+// name the batch changes, and every set joined to those by in-zone aliases
+// either way (an alias's target must serve its type; a CNAME must stay alone
+// through aliases), as the batch left them (after). held is the zone before the
+// batch, which converted: the rest of it converts alone, so it is not converted
+// again and a batch's cost does not grow with the zone (one pass over its sets
+// compares names).
+func affected(held, after map[string]route53.ResourceRecordSet, records []RecordChange) []route53.ResourceRecordSet {
+	names := map[string]bool{}
+	var aliases [][2]string // owner, target
+	alias := func(rs *route53.ResourceRecordSet) {
+		if rs.AliasTarget != nil {
+			aliases = append(aliases, [2]string{NormalizeName(rs.Name), NormalizeName(rs.AliasTarget.DNSName)})
+		}
+	}
+	for _, ch := range records {
+		names[NormalizeName(ch.RecordSet.Name)] = true
+		alias(&ch.RecordSet)
+	}
+	for _, rs := range held {
+		alias(&rs)
+	}
+	for grown := true; grown; { // names joined by aliases, to a fixed point
+		grown = false
+		for _, al := range aliases {
+			if names[al[0]] != names[al[1]] {
+				names[al[0]], names[al[1]], grown = true, true, true
+			}
+		}
+	}
+	var sets []route53.ResourceRecordSet
+	for _, rs := range after {
+		if names[rs.Name] {
+			sets = append(sets, rs)
+		}
+	}
+	return sets
+}
+
+// CompareListing orders record sets as Route 53's listings do: by name with its
+// labels reversed ("www.example.org." -> "org.example.www"), then type, then set
+// identifier.
+func CompareListing(x, y *route53.ResourceRecordSet) int {
+	return cmp.Or(cmp.Compare(ReversedName(NormalizeName(x.Name)), ReversedName(NormalizeName(y.Name))),
+		cmp.Compare(strings.ToUpper(x.Type), strings.ToUpper(y.Type)), cmp.Compare(x.SetIdentifier, y.SetIdentifier))
+}
+
+// ReversedName returns a name with its labels reversed ("www.example.org." ->
+// "org.example.www"), the order of Route 53's listings.
+func ReversedName(name string) string {
+	labels := strings.Split(strings.TrimSuffix(name, "."), ".")
+	slices.Reverse(labels)
+	return strings.Join(labels, ".")
 }
 
 func setIDPart(rs route53.ResourceRecordSet) string {
@@ -291,12 +409,17 @@ func (a *APIState) deleteCheck(id string) error {
 	if a.HealthChecks[id] == nil {
 		return apiRefusal(CodeNoSuchHealthCheck, "No health check exists with the specified ID %s", id)
 	}
-	for _, z := range slices.Sorted(maps.Keys(a.Zones)) {
-		for _, k := range slices.Sorted(maps.Keys(a.Zones[z].RecordSets)) {
-			if rs := a.Zones[z].RecordSets[k]; rs.HealthCheckId == id {
-				return apiRefusal(CodeHealthCheckInUse, "The health check %s is still referenced from resource record set [name='%s', type='%s'%s]", id, rs.Name, rs.Type, setIDPart(rs))
+	var user *route53.ResourceRecordSet // of the sets that use it, the first by zone and key: one pass, no sort
+	userAt := ""
+	for z, zone := range a.Zones {
+		for k, rs := range zone.RecordSets {
+			if at := z + "\x00" + k; rs.HealthCheckId == id && (user == nil || at < userAt) {
+				user, userAt = &rs, at
 			}
 		}
+	}
+	if user != nil {
+		return apiRefusal(CodeHealthCheckInUse, "The health check %s is still referenced from resource record set [name='%s', type='%s'%s]", id, user.Name, user.Type, setIDPart(*user))
 	}
 	for _, other := range a.HealthChecks {
 		if slices.Contains(other.HealthCheckConfig.ChildHealthChecks, id) {

@@ -8,9 +8,16 @@ import (
 	"github.com/healthroute/healthroute/route53"
 )
 
+// aRS is an A record set; with a set identifier, a weighted one (the state machine
+// refuses a zone the importer could not convert).
 func aRS(name, value, id string) route53.ResourceRecordSet {
 	ttl := int64(60)
-	return route53.ResourceRecordSet{Name: name, Type: "A", SetIdentifier: id, TTL: &ttl, ResourceRecords: []route53.ResourceRecord{{Value: value}}}
+	rs := route53.ResourceRecordSet{Name: name, Type: "A", SetIdentifier: id, TTL: &ttl, ResourceRecords: []route53.ResourceRecord{{Value: value}}}
+	if id != "" {
+		weight := int64(1)
+		rs.Weight = &weight
+	}
+	return rs
 }
 
 func apiCmd(c *APICommand) *Command { return &Command{Time: t0, Member: "dns-a", API: c} }
@@ -68,7 +75,8 @@ func TestAPIDeleteNeedsEveryValue(t *testing.T) {
 
 func TestAPIHealthCheckLifecycle(t *testing.T) {
 	s := NewState()
-	hc := &APIHealthCheck{HealthCheck: route53.HealthCheck{Id: "hc1", HealthCheckConfig: route53.HealthCheckConfig{Type: "TCP", IPAddress: "192.0.2.1"}}, CallerReference: "ref"}
+	port := int64(80)
+	hc := &APIHealthCheck{HealthCheck: route53.HealthCheck{Id: "hc1", HealthCheckConfig: route53.HealthCheckConfig{Type: "TCP", IPAddress: "192.0.2.1", Port: &port}}, CallerReference: "ref"}
 	if err := s.Apply(1, apiCmd(&APICommand{CreateCheck: hc})); err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +85,7 @@ func TestAPIHealthCheckLifecycle(t *testing.T) {
 	if err := s.Apply(2, apiCmd(&APICommand{CreateCheck: &again})); err == nil || err.(*Refusal).Code != CodeHealthCheckExists {
 		t.Errorf("a second check with the caller reference: %v, want HealthCheckAlreadyExists", err)
 	}
-	rs := aRS("a.example.org", "192.0.2.1", "")
+	rs := aRS("a.example.org", "192.0.2.1", "w")
 	rs.HealthCheckId = "nope"
 	if err := s.Apply(3, batch("C3", RecordChange{"CREATE", rs})); err == nil || !strings.Contains(err.Error(), "no such health check") {
 		t.Errorf("a record set naming an unknown check: %v, want refused", err)

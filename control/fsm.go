@@ -15,17 +15,24 @@ import (
 // stateFile is the file in the data directory holding the state as last applied.
 // It is rewritten (atomically, synced) after every command, so that a member
 // answers DNS from its last state from the moment it starts, before raft has
-// elected a leader and replayed its log; commands the file already holds are
-// skipped when raft replays them.
+// elected a leader and replayed its log. It names the raft index and term of the
+// last entry it holds: commands the file already holds are skipped when raft
+// replays them, but only once openState has found that entry in this member's
+// log (or snapshot); otherwise the state is rebuilt from the log.
 const stateFile = "state.json"
 
 // fsm is raft's state machine over State.
 type fsm struct {
 	dir      string
+	store    *logStore    // records the index applied; nil in tests of the state alone
 	onChange func(*State) // after every change, with a copy: not under mu
 
 	mu sync.Mutex
 	st *State
+	// rebuild: st is a state.json this member's log does not contain; it is
+	// served until raft sends the log, and the first entry or snapshot raft
+	// applies starts again from the empty state.
+	rebuild bool
 }
 
 // loadFSM reads the state file in dir; a missing file is the empty state.
@@ -70,11 +77,15 @@ func (f *fsm) Apply(l *raft.Log) any {
 		return fmt.Errorf("undecodable command at index %d: %v", l.Index, err)
 	}
 	f.mu.Lock()
+	if f.rebuild {
+		f.st, f.rebuild = NewState(), false
+	}
 	if l.Index <= f.st.Index { // applied before a restart: in the state file already
 		f.mu.Unlock()
 		return nil
 	}
 	res := f.st.Apply(l.Index, &cmd)
+	f.st.Term = l.Term
 	cp := f.st.Clone()
 	f.mu.Unlock()
 	f.persist(cp)
@@ -87,14 +98,23 @@ func (f *fsm) Apply(l *raft.Log) any {
 	return nil
 }
 
-// persist writes st to the state file: a temporary file, synced, renamed over it.
+// persist writes st to the state file (a temporary file, synced, renamed over
+// it) and records its index as applied in the log store. A failure is logged and
+// counted: the log still holds every change, and a start rebuilds from it.
 func (f *fsm) persist(st *State) {
 	b, err := json.Marshal(st)
 	if err == nil {
 		err = atomicfile.Write(filepath.Join(f.dir, stateFile), b, 0o600)
 	}
 	if err != nil {
-		log.Errorf("control: writing the state file: %v (the raft log still holds every change)", err)
+		stateWriteFailures.Inc()
+		log.Errorf("control: writing the state file: %v (the raft log still holds every change; a start rebuilds the state from it)", err)
+	}
+	if f.store != nil {
+		if err := f.store.setApplied(st.Index); err != nil {
+			stateWriteFailures.Inc()
+			log.Errorf("control: recording the index applied in the raft log: %v", err)
+		}
 	}
 }
 
@@ -111,11 +131,11 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 		return fmt.Errorf("restoring a snapshot: %v", err)
 	}
 	f.mu.Lock()
-	if st.Index <= f.st.Index {
+	if st.Index <= f.st.Index && !f.rebuild {
 		f.mu.Unlock()
 		return nil
 	}
-	f.st = st
+	f.st, f.rebuild = st, false
 	cp := st.Clone()
 	f.mu.Unlock()
 	f.persist(cp)

@@ -34,6 +34,8 @@ var (
 	refusalsTotal = promauto.NewCounterVec(prometheus.CounterOpts{Namespace: plugin.Namespace, Subsystem: "healthroute",
 		Name: "control_refusals_total", Help: "Changes through this member's API refused, by reason: the rule's name, no_quorum, or invalid (unknown control, check or rule)."},
 		[]string{"reason"})
+	stateWriteFailures = promauto.NewCounter(prometheus.CounterOpts{Namespace: plugin.Namespace, Subsystem: "healthroute",
+		Name: "control_state_write_failures_total", Help: "Writes of the control state file (state.json) or of the index applied that failed."})
 	handshakeRefused = promauto.NewCounter(prometheus.CounterOpts{Namespace: plugin.Namespace, Subsystem: "healthroute",
 		Name: "control_connections_refused_total", Help: "Connections to the control port closed because they did not prove the fleet key."})
 	_ = statusGauge("control_raft_leader", "Whether this member is the raft leader (1) or not (0).",

@@ -19,8 +19,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
-	wal "github.com/hashicorp/raft-wal"
-	"github.com/hashicorp/raft-wal/metadb"
 	"github.com/healthroute/healthroute/internal/atomicfile"
 	"github.com/healthroute/healthroute/internal/connlimit"
 )
@@ -40,7 +38,7 @@ type Config struct {
 	Bind   string   // the control port, HOST:PORT; also the address the others dial
 	Voters []Server // every voter, this one included; nil: this member alone
 	Dir    string   // data directory
-	Key    []byte   // the fleet key: authenticates the control port; nil: unauthenticated
+	Key    []byte   // the fleet key: the control port's TLS keys derive from it (nil: from an empty key)
 }
 
 // Policy is what the configuration says a change may do: the rules, the controls
@@ -140,8 +138,8 @@ func checkIdentity(cfg Config) error {
 	if os.IsNotExist(err) {
 		entries, _ := os.ReadDir(cfg.Dir)
 		entries = slices.DeleteFunc(entries, func(e os.DirEntry) bool { // what openDir made itself
-			if e.Name() == "wal" {
-				inWAL, _ := os.ReadDir(filepath.Join(cfg.Dir, "wal"))
+			if e.Name() == walDir { // made by an earlier version
+				inWAL, _ := os.ReadDir(filepath.Join(cfg.Dir, walDir))
 				return len(inWAL) == 0
 			}
 			return e.Name() == "lock"
@@ -202,23 +200,33 @@ func Open(cfg Config, onChange func(*State)) (*Node, error) {
 			closeStore()
 			return nil, fmt.Errorf("control port: %v", err)
 		}
-		n.mux = newMux(connlimit.New(ln, "control port", maxConns, maxConnsPerClient, logLimited), cfg.Key, n.serveForward,
+		n.mux = newMux(connlimit.New(ln, "control port", maxConns, maxConnsPerClient, logLimited), cfg.Key, cfg.Name, cfg.Voters, n.serveForward,
 			func() { handshakeRefused.Inc() })
 		n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{Stream: n.mux, MaxPool: 3, Timeout: 2 * time.Second, Logger: logger})
 	}
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.Name)
 	rc.Logger = logger
+	if len(cfg.Voters) == 1 {
+		// One voter has no one to hear from: its timers only say how soon it elects
+		// itself at start, which the server's readiness waits for (singleVoterElection).
+		rc.HeartbeatTimeout, rc.ElectionTimeout, rc.LeaderLeaseTimeout = 50*time.Millisecond, 50*time.Millisecond, 50*time.Millisecond
+	}
 	fail := func(err error) (*Node, error) {
 		n.trans.Close()
 		closeStore()
 		return nil, err
 	}
+	f.store = store
+	mayBootstrap, err := openState(cfg, f, store, snaps)
+	if err != nil {
+		return fail(err)
+	}
 	has, err := raft.HasExistingState(store, store, snaps)
 	if err != nil {
 		return fail(fmt.Errorf("raft log in %s: %v", cfg.Dir, err))
 	}
-	if !has {
+	if !has && mayBootstrap {
 		var c raft.Configuration
 		for _, s := range cfg.Voters {
 			c.Servers = append(c.Servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(s.ID), Address: raft.ServerAddress(s.Addr)})
@@ -238,28 +246,62 @@ func Open(cfg Config, onChange func(*State)) (*Node, error) {
 		}
 	}
 	observe(n, st)
-	r, err := raft.NewRaft(rc, f, store, store, snaps, n.trans)
+	r, err := newRaft(rc, f, store, snaps, n.trans)
 	if err != nil {
 		return fail(fmt.Errorf("starting raft: %v", err))
 	}
 	n.raft = r
 	close(n.ready)
 	current.Store(n)
+	if len(cfg.Voters) == 1 {
+		n.awaitLeadership(singleVoterElection)
+	}
 	return n, nil
+}
+
+// singleVoterElection bounds how long Open waits for a single voter to elect
+// itself, so that a server reports ready only once a change can apply.
+const singleVoterElection = 10 * time.Second
+
+// awaitLeadership waits (up to within) until this member leads.
+func (n *Node) awaitLeadership(within time.Duration) {
+	t := time.NewTimer(within)
+	defer t.Stop()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for n.raft.State() != raft.Leader {
+		select {
+		case <-t.C:
+			log.Warningf("control: the single voter %s did not elect itself within %s; changes wait for it", n.cfg.Name, within)
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// newRaft starts raft, turning a panic on what it reads at start into an error.
+func newRaft(rc *raft.Config, f *fsm, store *logStore, snaps raft.SnapshotStore, trans raft.Transport) (r *raft.Raft, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			r, err = nil, fmt.Errorf("%v", p)
+		}
+	}()
+	return raft.NewRaft(rc, f, store, store, snaps, trans)
 }
 
 // dataDir is an open data directory: its raft log and snapshot stores, and how to
 // close them and release the directory's lock.
 type dataDir struct {
-	store *wal.WAL
+	store *logStore
 	snaps raft.SnapshotStore
 	close func()
 }
 
 // openDir locks cfg.Dir (creating it when missing), checks it is this fleet's and
-// this member's, loads the state last applied and opens the raft log and snapshots.
+// this member's, loads the state last applied and opens the raft log (moving an
+// earlier version's into it) and snapshots.
 func openDir(cfg Config, logger hclog.Logger) (*fsm, *dataDir, error) {
-	if err := os.MkdirAll(filepath.Join(cfg.Dir, "wal"), 0o700); err != nil {
+	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
 		return nil, nil, fmt.Errorf("data directory: %v", err)
 	}
 	lock, err := lockDir(cfg.Dir)
@@ -277,17 +319,18 @@ func openDir(cfg Config, logger hclog.Logger) (*fsm, *dataDir, error) {
 	if err != nil {
 		return fail(err)
 	}
-	meta := &metadb.BoltMetaDB{}
-	store, err := wal.Open(filepath.Join(cfg.Dir, "wal"), wal.WithLogger(logger), wal.WithMetaStore(meta))
+	store, err := openLogStore(filepath.Join(cfg.Dir, logFile))
 	if err != nil {
-		meta.Close()
-		return fail(fmt.Errorf("raft log in %s: %v", filepath.Join(cfg.Dir, "wal"), err))
+		return fail(fmt.Errorf("raft log: %v (move the data directory away to start this member empty: the other voters send it the state)", err))
 	}
 	d := &dataDir{store: store, close: func() {
 		store.Close()
-		meta.Close() // the WAL leaves its meta database open
 		lock.Close()
 	}}
+	if err := migrateWAL(cfg.Dir, store, logger); err != nil {
+		d.close()
+		return nil, nil, err
+	}
 	if d.snaps, err = raft.NewFileSnapshotStoreWithLogger(filepath.Join(cfg.Dir, "snapshots"), 2, logger); err != nil {
 		d.close()
 		return nil, nil, fmt.Errorf("snapshots in %s: %v", cfg.Dir, err)

@@ -2,9 +2,9 @@ package control
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -219,10 +219,10 @@ func TestDataDirectoryOfAnotherFleetOrDamaged(t *testing.T) {
 		t.Errorf("corrupt state file: %v", err)
 	}
 	os.Remove(filepath.Join(dir, stateFile))
-	if err := os.WriteFile(filepath.Join(dir, "wal", "wal-meta.db"), []byte("not a bolt database, long enough to be read as one page"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, logFile), []byte("not a bolt database, long enough to be read as one page"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(cfg, nil); err == nil || !strings.Contains(err.Error(), "raft log in") {
+	if _, err := Open(cfg, nil); err == nil || !strings.Contains(err.Error(), "raft log: "+filepath.Join(dir, logFile)+" is unreadable") {
 		t.Errorf("corrupt raft log: %v", err)
 	}
 	foreign := t.TempDir()
@@ -236,9 +236,15 @@ func TestDataDirectoryOfAnotherFleetOrDamaged(t *testing.T) {
 func TestControlPortRefusesConnectionsWithoutTheKey(t *testing.T) {
 	cfgs, nodes := group(t, 1)
 	waitFor(t, 10*time.Second, "a leader", func() bool { return hasLeader(nodes...) })
-	wrong := &mux{key: []byte("not the fleet key, 32 bytes long")}
+	wrong := &mux{}
+	wrong.setKeys([]byte("not the fleet key, 32 bytes long"), "m0", cfgs[0].Voters)
 	c, err := wrong.dial(cfgs[0].Bind, kindForward, time.Second)
-	if err != nil {
+	if err == nil || !strings.Contains(err.Error(), "the listener is not voter m0") {
+		t.Fatalf("dialing with the wrong key: %v, want the listener refused", err)
+	}
+	// Past the dialer's own check, the listener refuses the wrong key's certificate.
+	wrong.voters["m0"] = memberKey(cfgs[0].Key, "m0").Public().(ed25519.PublicKey)
+	if c, err = wrong.dial(cfgs[0].Bind, kindForward, time.Second); err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
@@ -292,7 +298,8 @@ func TestControlPortFloodLocksNoVoterOut(t *testing.T) {
 	cfgs, nodes := group(t, 1)
 	waitFor(t, 10*time.Second, "a leader", func() bool { return hasLeader(nodes...) })
 	addr := cfgs[0].Bind
-	voter := &mux{key: cfgs[0].Key}
+	voter := &mux{}
+	voter.setKeys(cfgs[0].Key, "m0", cfgs[0].Voters)
 	from := func(ip string) net.Dialer { return net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}} }
 
 	d := from("127.0.0.2")
@@ -301,13 +308,8 @@ func TestControlPortFloodLocksNoVoterOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer held.Close()
-	// The handshake by hand, from the flood's address: nonce in, kind and MAC out.
-	nonce := make([]byte, nonceLen)
-	held.SetDeadline(time.Now().Add(5 * time.Second))
-	if _, err := io.ReadFull(held, nonce); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := held.Write(append([]byte{kindRaft}, voter.mac(kindRaft, nonce)...)); err != nil {
+	// A voter's handshake, from the flood's address.
+	if held, err = voter.client(held, addr, kindRaft, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
 
@@ -321,11 +323,10 @@ func TestControlPortFloodLocksNoVoterOut(t *testing.T) {
 		flood = append(flood, c)
 	}
 	// open reports whether the port still holds c at the deadline: a read finds
-	// nothing more to read (a nonce it sent is read first) rather than the end of
-	// the connection.
+	// nothing to read rather than the end of the connection.
 	open := func(c net.Conn, deadline time.Time) bool {
 		c.SetReadDeadline(deadline)
-		buf := make([]byte, nonceLen+1)
+		buf := make([]byte, 64)
 		for {
 			_, err := c.Read(buf)
 			var ne net.Error

@@ -53,8 +53,9 @@ type Entry struct {
 // State is the replicated state: what the controls and overrides are, when each
 // control last changed, and the audit history.
 type State struct {
-	Index     uint64               `json:"index"` // the raft index of the last command applied
-	Seq       uint64               `json:"seq"`   // commands applied or refused
+	Index     uint64               `json:"index"`          // the raft index of the last command applied
+	Term      uint64               `json:"term,omitempty"` // ... and its term (0: written by an earlier version)
+	Seq       uint64               `json:"seq"`            // commands applied or refused
 	Controls  map[string]bool      `json:"controls"`
 	Changed   map[string]time.Time `json:"changed"`
 	Overrides map[string]bool      `json:"overrides"`

@@ -1,11 +1,17 @@
 package control
 
 import (
-	"crypto/hmac"
+	"crypto/ed25519"
+	"crypto/hkdf"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"errors"
+	"fmt"
 	"io"
+	"math/big"
 	"net"
 	"sync"
 	"time"
@@ -48,26 +54,63 @@ func logLimited(kind, format string, args ...any) {
 
 var refusals = ratelog.Limiter{Window: 10 * time.Second, Burst: 1}
 
-const nonceLen = 16
-
-// mux is raft's StreamLayer on the control port. Every inbound connection must
-// prove the fleet key first: the listener sends a fresh nonce and the dialer
-// answers with its kind and HMAC-SHA256(key, kind || nonce). Connections that do
-// not are closed unread. Forwarded requests go to serve; raft's go to Accept.
+// mux is raft's StreamLayer on the control port. Every connection is TLS 1.3,
+// mutually authenticated by keys derived from the fleet key: each voter holds an
+// ed25519 key derived from the fleet key and its member name (memberKey), in a
+// self-signed certificate. The listener accepts a dialer whose certificate holds
+// one of the voters' keys; the dialer accepts a listener whose certificate holds
+// the key of the voter it meant to dial, so a relay on a voter's address reaches
+// nothing: it cannot finish either handshake, and cannot read or inject a frame of
+// a session it relays. The first byte inside the session is its kind. Forwarded
+// requests go to serve; raft's go to Accept.
 type mux struct {
 	ln      net.Listener
-	key     []byte
 	serve   func(net.Conn) // a forwarded request's connection; serve closes it
 	conns   chan net.Conn
 	done    chan struct{}
 	once    sync.Once
 	refused func() // counts a connection refused at the handshake
+
+	cert   tls.Certificate
+	voters map[string]ed25519.PublicKey // member name -> its key
+	names  map[string]string            // control address -> member name
 }
 
-func newMux(ln net.Listener, key []byte, serve func(net.Conn), refused func()) *mux {
-	m := &mux{ln: ln, key: key, serve: serve, conns: make(chan net.Conn), done: make(chan struct{}), refused: refused}
+// memberKey derives member name's key from the fleet key (HKDF-SHA256).
+func memberKey(fleetKey []byte, name string) ed25519.PrivateKey {
+	seed, err := hkdf.Key(sha256.New, fleetKey, []byte("healthroute control port"), "member "+name, ed25519.SeedSize)
+	if err != nil {
+		panic(err) // only for a length HKDF-SHA256 cannot give; SeedSize is 32
+	}
+	return ed25519.NewKeyFromSeed(seed)
+}
+
+// selfSigned returns a certificate of key for member name.
+func selfSigned(key ed25519.PrivateKey, name string) tls.Certificate {
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
+		NotBefore: time.Unix(0, 0), NotAfter: time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
+	if err != nil {
+		panic(err) // a fixed template and an ed25519 key: cannot fail
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+func newMux(ln net.Listener, key []byte, self string, voters []Server, serve func(net.Conn), refused func()) *mux {
+	m := &mux{ln: ln, serve: serve, conns: make(chan net.Conn), done: make(chan struct{}), refused: refused}
+	m.setKeys(key, self, voters)
 	go m.loop()
 	return m
+}
+
+// setKeys derives this member's certificate and every voter's key.
+func (m *mux) setKeys(key []byte, self string, voters []Server) {
+	m.cert = selfSigned(memberKey(key, self), self)
+	m.voters, m.names = map[string]ed25519.PublicKey{}, map[string]string{}
+	for _, v := range voters {
+		m.voters[v.ID] = memberKey(key, v.ID).Public().(ed25519.PublicKey)
+		m.names[v.Addr] = v.ID
+	}
 }
 
 func (m *mux) loop() {
@@ -85,26 +128,58 @@ func (m *mux) loop() {
 	}
 }
 
-// admit runs the handshake of one inbound connection and hands it on.
-func (m *mux) admit(c net.Conn) {
-	c.SetDeadline(time.Now().Add(handshakeTimeout))
-	nonce := make([]byte, nonceLen)
-	rand.Read(nonce)
-	buf := make([]byte, 1+sha256.Size)
-	if _, err := c.Write(nonce); err != nil {
-		c.Close()
-		return
+// peerKey returns the ed25519 key of the one certificate a peer presented.
+func peerKey(raw [][]byte) (ed25519.PublicKey, error) {
+	if len(raw) != 1 {
+		return nil, fmt.Errorf("%d certificates, expected one", len(raw))
 	}
-	if _, err := io.ReadFull(c, buf); err != nil || !hmac.Equal(buf[1:], m.mac(buf[0], nonce)) {
+	cert, err := x509.ParseCertificate(raw[0])
+	if err != nil {
+		return nil, err
+	}
+	pub, ok := cert.PublicKey.(ed25519.PublicKey)
+	if !ok {
+		return nil, errors.New("not an ed25519 key")
+	}
+	return pub, nil
+}
+
+// admit runs the handshake of one inbound connection and hands it on.
+func (m *mux) admit(raw net.Conn) {
+	raw.SetDeadline(time.Now().Add(handshakeTimeout))
+	c := tls.Server(raw, &tls.Config{
+		MinVersion:   tls.VersionTLS13,
+		Certificates: []tls.Certificate{m.cert},
+		ClientAuth:   tls.RequireAnyClientCert,
+		VerifyPeerCertificate: func(certs [][]byte, _ [][]*x509.Certificate) error {
+			pub, err := peerKey(certs)
+			if err != nil {
+				return err
+			}
+			for _, v := range m.voters {
+				if pub.Equal(v) {
+					return nil
+				}
+			}
+			return errors.New("its certificate is no voter's: it does not hold the fleet key")
+		},
+	})
+	kind := make([]byte, 1)
+	err := c.Handshake()
+	if err == nil {
+		_, err = io.ReadFull(c, kind)
+	}
+	if err != nil {
 		c.Close()
 		if m.refused != nil {
 			m.refused()
 		}
+		logLimited("handshake", "control port %s: refused a connection from %s: %v", m.ln.Addr(), raw.RemoteAddr(), err)
 		return
 	}
-	c.SetDeadline(time.Time{})
-	connlimit.Hold(c) // proved the key: the listener keeps it whatever comes
-	switch buf[0] {
+	raw.SetDeadline(time.Time{})
+	connlimit.Hold(raw) // proved the key: the listener keeps it whatever comes
+	switch kind[0] {
 	case kindForward:
 		m.serve(c)
 	case kindRaft:
@@ -118,30 +193,49 @@ func (m *mux) admit(c net.Conn) {
 	}
 }
 
-func (m *mux) mac(kind byte, nonce []byte) []byte {
-	h := hmac.New(sha256.New, m.key)
-	h.Write([]byte{kind})
-	h.Write(nonce)
-	return h.Sum(nil)
-}
-
-// dial connects to a member's control port as kind.
+// dial connects to a voter's control port as kind: the listener must prove it is
+// the voter this member's configuration puts at addr.
 func (m *mux) dial(addr string, kind byte, timeout time.Duration) (net.Conn, error) {
-	c, err := net.DialTimeout("tcp", addr, timeout)
+	if _, ok := m.names[addr]; !ok {
+		return nil, fmt.Errorf("%s is no voter's control address", addr)
+	}
+	raw, err := net.DialTimeout("tcp", addr, timeout)
 	if err != nil {
 		return nil, err
 	}
-	c.SetDeadline(time.Now().Add(timeout))
-	nonce := make([]byte, nonceLen)
-	if _, err := io.ReadFull(c, nonce); err != nil {
+	return m.client(raw, addr, kind, timeout)
+}
+
+// client runs the dialer's side of the handshake on raw, connected to addr.
+func (m *mux) client(raw net.Conn, addr string, kind byte, timeout time.Duration) (net.Conn, error) {
+	name := m.names[addr]
+	want := m.voters[name]
+	raw.SetDeadline(time.Now().Add(timeout))
+	c := tls.Client(raw, &tls.Config{
+		MinVersion:         tls.VersionTLS13,
+		Certificates:       []tls.Certificate{m.cert},
+		InsecureSkipVerify: true, // the peer's key is checked below, against the one derived for name
+		VerifyPeerCertificate: func(certs [][]byte, _ [][]*x509.Certificate) error {
+			pub, err := peerKey(certs)
+			if err != nil {
+				return err
+			}
+			if !pub.Equal(want) {
+				return fmt.Errorf("the listener is not voter %s (its certificate holds another key): a relay, or a voters list that differs between members", name)
+			}
+			return nil
+		},
+	})
+	if err := c.Handshake(); err != nil {
+		c.Close()
+		logLimited("dial", "control port: refused %s at %s: %v", name, addr, err)
+		return nil, err
+	}
+	if _, err := c.Write([]byte{kind}); err != nil {
 		c.Close()
 		return nil, err
 	}
-	if _, err := c.Write(append([]byte{kind}, m.mac(kind, nonce)...)); err != nil {
-		c.Close()
-		return nil, err
-	}
-	c.SetDeadline(time.Time{})
+	raw.SetDeadline(time.Time{})
 	return c, nil
 }
 

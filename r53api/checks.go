@@ -63,6 +63,10 @@ func (s *Server) createHealthCheck(w http.ResponseWriter, r *http.Request) {
 		errInput("CreateHealthCheck needs a CallerReference and a HealthCheckConfig").write(w)
 		return
 	}
+	if e := checkFields(req.CallerReference, req.HealthCheckConfig, true); e != nil {
+		e.write(w)
+		return
+	}
 	st := s.state()
 	for _, have := range st.HealthChecks { // the same request again returns the same check, as on Route 53
 		if have.CallerReference == req.CallerReference {
@@ -141,6 +145,10 @@ func (s *Server) updateHealthCheck(w http.ResponseWriter, r *http.Request) {
 	}
 	hc := *have
 	if e := req.apply(&hc.HealthCheckConfig); e != nil {
+		e.write(w)
+		return
+	}
+	if e := checkFields("", &hc.HealthCheckConfig, false); e != nil {
 		e.write(w)
 		return
 	}

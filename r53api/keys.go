@@ -13,13 +13,15 @@ import (
 const MinSecretLen = 16
 
 // ReadKeys reads an access key file: one ACCESS_KEY_ID SECRET_ACCESS_KEY pair per
-// line; blank lines and lines starting with # are skipped.
+// line; blank lines and lines starting with # are skipped. Each ID and each
+// secret is given once: a change is recorded under the ID that signed it.
 func ReadKeys(path string) (map[string]string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
 	keys := map[string]string{}
+	named := map[string]string{} // secret -> the key ID it was first given under
 	n := 0
 	for line := range strings.Lines(string(b)) {
 		n++
@@ -32,8 +34,13 @@ func ReadKeys(path string) (map[string]string, error) {
 			return nil, fmt.Errorf("%s:%d: the secret of %s has %d characters, expected at least %d", path, n, f[0], len(f[1]), MinSecretLen)
 		case keys[f[0]] != "":
 			return nil, fmt.Errorf("%s:%d: access key %s is given twice, expected each once", path, n, f[0])
+		case named[f[1]] != "":
+			// Whoever holds the secret signs under either name, so the name a change
+			// is recorded under would say nothing of who made it.
+			return nil, fmt.Errorf("%s:%d: access key %s has the secret of %s, expected a secret of its own", path, n, f[0], named[f[1]])
 		default:
 			keys[f[0]] = f[1]
+			named[f[1]] = f[0]
 		}
 	}
 	if len(keys) == 0 {

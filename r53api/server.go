@@ -127,7 +127,7 @@ func Start(addr, keyFile string, lim Limits, be Backend) (*Server, error) {
 	}
 	s := newServer(k, lim, be, time.Now)
 	s.ln = connlimit.New(ln, "route53_api", lim.MaxConns, MaxConnsPerClient, s.logf)
-	s.srv = &http.Server{Handler: connlimit.Answering(s), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: lim.Timeout,
+	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: lim.Timeout,
 		WriteTimeout: lim.Timeout + 5*time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: 64 << 10,
 		ConnContext: connlimit.ConnContext}
 	go s.srv.Serve(s.ln)
@@ -147,11 +147,22 @@ func (s *Server) Addr() string { return s.ln.Addr().String() }
 // Close stops the listener and the connections it holds.
 func (s *Server) Close() error { return s.srv.Close() }
 
-// ServeHTTP reads the body (up to the limit), checks the signature and the pace,
-// then dispatches the action.
+// BodyTimeout is the most time a request's body may take to arrive once its
+// headers have (they have ReadHeaderTimeout).
+const BodyTimeout = 10 * time.Second
+
+// ServeHTTP reads the body (up to the limit, within BodyTimeout), checks the
+// signature, then the pace, then dispatches the action. Until the signature
+// holds, the connection is one the listener may close to make room, so clients
+// that cannot sign, or send slowly, cannot hold the slots signed ones need; the
+// pace is decided before anything is remembered of the request, so a throttled
+// request sent again (as SDKs do, within the same second and so with the same
+// signature) is decided afresh.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	http.NewResponseController(w).SetReadDeadline(time.Now().Add(min(BodyTimeout, s.lim.Timeout)))
 	body, err := io.ReadAll(io.LimitReader(r.Body, s.lim.MaxBody+1))
 	if err != nil {
+		w.Header().Set("Connection", "close")
 		errInput("reading the request body: " + err.Error()).write(w)
 		return
 	}
@@ -160,11 +171,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		newErr(http.StatusRequestEntityTooLarge, "InvalidInput", "The request body is larger than the limit of this endpoint ("+strconv.FormatInt(s.lim.MaxBody, 10)+" bytes)").write(w)
 		return
 	}
-	key, e := s.verify.verify(r, body)
+	key, signed, e := s.verify.verify(r, body)
 	if e != nil {
 		e.write(w)
 		return
 	}
+	defer connlimit.Busy(r.Context())()
 	if !s.pace(key).Allow() {
 		s.throttled.Add(1)
 		newErr(http.StatusBadRequest, "Throttling", "Rate exceeded").write(w)
@@ -173,7 +185,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	ctx, cancel := context.WithTimeout(r.Context(), s.lim.Timeout)
 	defer cancel()
-	s.mux.ServeHTTP(w, r.WithContext(context.WithValue(ctx, keyCtx{}, key)))
+	ctx = context.WithValue(context.WithValue(ctx, keyCtx{}, key), signedCtx{}, signed)
+	s.mux.ServeHTTP(w, r.WithContext(ctx))
 }
 
 type keyCtx struct{}
@@ -249,11 +262,19 @@ func (s *Server) propose(ctx context.Context, cmd *control.APICommand) *apiError
 	if n == nil {
 		return newErr(http.StatusServiceUnavailable, "ServiceUnavailable", "no block of this server enables the API now")
 	}
+	if req := signedOf(ctx); req != nil {
+		if e := replayRefusal(s.state().Replayed(req.Digest)); e != nil {
+			return e
+		}
+		cmd.Request = req
+	}
 	err := n.Change(ctx, control.Request{Token: keyOf(ctx), Member: n.Name(), API: cmd})
 	var ref *control.Refusal
 	switch {
 	case err == nil:
 		return nil
+	case errors.As(err, &ref) && (ref.Code == control.CodeRequestReplayed || ref.Code == control.CodeRequestTooOld):
+		return signedRefusal(ref)
 	case errors.As(err, &ref) && ref.Code == control.CodeInvalidChangeBatch:
 		return errBatch(ref.Messages...)
 	case errors.As(err, &ref) && ref.Code != "":

@@ -212,6 +212,7 @@ func TestReadKeysSaysWhere(t *testing.T) {
 		"AKIA1 short\n":                                          "keys:1: the secret of AKIA1 has 5 characters, expected at least 16",
 		"AKIA1 secretsecretsecret1\nAKIA1 secretsecretsecret2\n": "keys:2: access key AKIA1 is given twice",
 		"# only a comment\n":                                     "holds no access key",
+		"AKIA1 secretsecretsecret1\nAKIA2 secretsecretsecret1\n": "keys:2: access key AKIA2 has the secret of AKIA1",
 	} {
 		path := filepath.Join(dir, "keys")
 		os.WriteFile(path, []byte(content), 0o600)

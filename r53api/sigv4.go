@@ -9,8 +9,9 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/healthroute/healthroute/control"
 )
 
 // Route 53's clock-skew limit: a request signed further from the server's clock
@@ -20,17 +21,15 @@ const MaxSkew = 5 * time.Minute
 const sigAlgorithm = "AWS4-HMAC-SHA256"
 
 // verifier checks AWS Signature Version 4 on requests, against the keys of a
-// keyring, and refuses a signature seen before within the skew window (replay).
+// keyring. Whether a request was seen before is the replicated state's to say,
+// and only for requests that ask for a change (replay.go).
 type verifier struct {
 	keys *keyring
 	now  func() time.Time
-
-	mu   sync.Mutex
-	seen map[string]time.Time // signature -> when it may be forgotten
 }
 
 func newVerifier(k *keyring, now func() time.Time) *verifier {
-	return &verifier{keys: k, now: now, seen: map[string]time.Time{}}
+	return &verifier{keys: k, now: now}
 }
 
 // authHeader is a parsed Authorization header.
@@ -68,25 +67,28 @@ func parseAuth(h string) (authHeader, *apiError) {
 }
 
 // verify checks r's signature over body. It returns the access key's name (its
-// ID) or the error to answer with.
-func (v *verifier) verify(r *http.Request, body []byte) (string, *apiError) {
+// ID) and the request's identity (its signature's digest and signed time), or
+// the error to answer with. The signature covers the body's SHA-256 (an unsigned
+// payload is accepted only without a body), so two requests with one signature
+// are the same request, signed by the same key in the same second.
+func (v *verifier) verify(r *http.Request, body []byte) (string, *control.APIRequest, *apiError) {
 	h := r.Header.Get("Authorization")
 	if h == "" {
 		if r.URL.Query().Get("X-Amz-Signature") != "" {
-			return "", errAccessDenied("presigned URLs are not supported; sign the Authorization header")
+			return "", nil, errAccessDenied("presigned URLs are not supported; sign the Authorization header")
 		}
-		return "", errMissingToken()
+		return "", nil, errMissingToken()
 	}
 	a, e := parseAuth(h)
 	if e != nil {
-		return "", e
+		return "", nil, e
 	}
 	if a.service != "route53" {
-		return "", errSignature(fmt.Sprintf("Credential should be scoped to correct service: 'route53', got '%s'", a.service))
+		return "", nil, errSignature(fmt.Sprintf("Credential should be scoped to correct service: 'route53', got '%s'", a.service))
 	}
 	secret, ok := v.keys.secret(a.keyID)
 	if !ok {
-		return "", errInvalidToken()
+		return "", nil, errInvalidToken()
 	}
 	stamp := r.Header.Get("X-Amz-Date")
 	if stamp == "" {
@@ -94,18 +96,18 @@ func (v *verifier) verify(r *http.Request, body []byte) (string, *apiError) {
 	}
 	at, err := time.Parse("20060102T150405Z", stamp)
 	if err != nil {
-		return "", errIncompleteSignature("Authorization header requires existence of either a 'X-Amz-Date' or a 'Date' header (as 20060102T150405Z)")
+		return "", nil, errIncompleteSignature("Authorization header requires existence of either a 'X-Amz-Date' or a 'Date' header (as 20060102T150405Z)")
 	}
 	now := v.now()
 	if d := now.Sub(at); d > MaxSkew || d < -MaxSkew {
-		return "", errSignature(fmt.Sprintf("Signature expired: %s is now earlier than %s (%s - 5 min.)", stamp,
+		return "", nil, errSignature(fmt.Sprintf("Signature expired: %s is now earlier than %s (%s - 5 min.)", stamp,
 			now.Add(-MaxSkew).UTC().Format("20060102T150405Z"), now.UTC().Format("20060102T150405Z")))
 	}
 	if a.date != at.Format("20060102") {
-		return "", errSignature("Date in Credential scope does not match YYYYMMDD from ISO-8601 version of date from HTTP")
+		return "", nil, errSignature("Date in Credential scope does not match YYYYMMDD from ISO-8601 version of date from HTTP")
 	}
 	if !slices.Contains(a.signed, "host") {
-		return "", errSignature("'Host' must be a 'SignedHeader' in the AWS Authorization.")
+		return "", nil, errSignature("'Host' must be a 'SignedHeader' in the AWS Authorization.")
 	}
 	payload := r.Header.Get("X-Amz-Content-Sha256")
 	sum := sha256.Sum256(body)
@@ -113,7 +115,7 @@ func (v *verifier) verify(r *http.Request, body []byte) (string, *apiError) {
 		payload = hex.EncodeToString(sum[:])
 	}
 	if payload == "UNSIGNED-PAYLOAD" && len(body) > 0 {
-		return "", errSignature("an unsigned payload is not accepted: sign the request body")
+		return "", nil, errSignature("an unsigned payload is not accepted: sign the request body")
 	}
 	creq := canonicalRequest(r, a.signed, payload)
 	scope := strings.Join([]string{a.date, a.region, a.service, "aws4_request"}, "/")
@@ -125,31 +127,10 @@ func (v *verifier) verify(r *http.Request, body []byte) (string, *apiError) {
 	}
 	want := hex.EncodeToString(hmacSHA256(key, toSign))
 	if !hmac.Equal([]byte(want), []byte(a.signature)) {
-		return "", errSignature("The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method. Consult the service documentation for details.")
+		return "", nil, errSignature("The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method. Consult the service documentation for details.")
 	}
-	if !v.firstUse(a.signature, now) {
-		return "", errSignature("The request signature was used before: a signed request is accepted once (replay)")
-	}
-	return a.keyID, nil
-}
-
-// firstUse records sig and reports whether it is new. Signatures are forgotten
-// once their request's date is out of the skew window anyway.
-func (v *verifier) firstUse(sig string, now time.Time) bool {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if len(v.seen) > 1024 {
-		for s, until := range v.seen {
-			if now.After(until) {
-				delete(v.seen, s)
-			}
-		}
-	}
-	if until, ok := v.seen[sig]; ok && !now.After(until) {
-		return false
-	}
-	v.seen[sig] = now.Add(2 * MaxSkew)
-	return true
+	digest := sha256.Sum256([]byte(a.signature))
+	return a.keyID, &control.APIRequest{Digest: hex.EncodeToString(digest[:16]), Signed: at}, nil
 }
 
 func hmacSHA256(key []byte, s string) []byte {

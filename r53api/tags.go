@@ -40,12 +40,12 @@ func (s *Server) changeTags(w http.ResponseWriter, r *http.Request) {
 		errInput("Invalid XML ; " + err.Error()).write(w)
 		return
 	}
+	if e := tagFields(&req); e != nil {
+		e.write(w)
+		return
+	}
 	tc := &control.TagChange{Resource: res, Remove: req.RemoveTagKeys}
 	for _, t := range req.AddTags {
-		if t.Key == "" || len(t.Key) > 128 || len(t.Value) > 256 {
-			errInput("A tag's Key is 1 to 128 characters and its Value at most 256").write(w)
-			return
-		}
 		if tc.Add == nil {
 			tc.Add = map[string]string{}
 		}

@@ -2,12 +2,12 @@ package r53api
 
 import (
 	"cmp"
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base32"
 	"encoding/xml"
 	"fmt"
-	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -116,11 +116,7 @@ func maxItems(r *http.Request, def int) int {
 
 // reversed returns a name with its labels reversed ("www.example.org." ->
 // "org.example.www"), the order of Route 53's listings.
-func reversed(name string) string {
-	labels := strings.Split(strings.TrimSuffix(name, "."), ".")
-	slices.Reverse(labels)
-	return strings.Join(labels, ".")
-}
+func reversed(name string) string { return control.ReversedName(name) }
 
 // recordOrder is a record set's place in a listing: name (labels reversed),
 // type, set identifier.
@@ -245,33 +241,44 @@ func (s *Server) changeRecordSets(w http.ResponseWriter, r *http.Request) {
 		e.write(w)
 		return
 	}
+	if s.replayedChange(w, r) {
+		return
+	}
 	var req changeResourceRecordSetsRequest
 	if err := xml.NewDecoder(r.Body).Decode(&req); err != nil {
 		errInput("Invalid XML ; " + err.Error()).write(w)
 		return
 	}
-	cmd := &control.APICommand{ChangeID: newChangeID(), Comment: req.ChangeBatch.Comment, Zone: z.Name}
-	if e := checkBatch(z, &req, cmd); e != nil {
-		e.write(w)
+	id, e := s.applyBatch(r.Context(), z, &req)
+	if e != nil {
+		if !s.replayedChange(w, r) { // decided through another member meanwhile
+			e.write(w)
+		}
 		return
 	}
-	st := s.state()
-	next, err := st.Preview(cmd)
-	if err != nil {
-		s.writeRefusal(w, err)
-		return
-	}
-	if e := convertible(z, next); e != nil {
-		e.write(w)
-		return
-	}
-	if e := s.propose(r.Context(), cmd); e != nil {
-		e.write(w)
-		return
-	}
-	s.writeChange(w, cmd.ChangeID, func(ci changeInfo) any {
+	s.writeChange(w, id, func(ci changeInfo) any {
 		return changeResourceRecordSetsResponse{Xmlns: Namespace, ChangeInfo: ci}
 	})
+}
+
+// applyBatch checks a batch against the zone and the state, and applies it
+// through the leader; it returns the change's ID.
+func (s *Server) applyBatch(ctx context.Context, z Zone, req *changeResourceRecordSetsRequest) (string, *apiError) {
+	if e := batchFields(req); e != nil {
+		return "", e
+	}
+	cmd := &control.APICommand{ChangeID: newChangeID(), Comment: req.ChangeBatch.Comment, Zone: z.Name, Reserved: z.Checks}
+	if e := checkBatch(z, req, cmd); e != nil { // refused for what it asks: sent again later, it stays refused
+		s.refused(ctx)
+		return "", e
+	}
+	// The state machine decides whether each change applies and whether the zone
+	// still converts after the batch (control.APIState.applyRecords), in the
+	// leader's order; a refusal there is remembered with the request (Request).
+	if e := s.propose(ctx, cmd); e != nil {
+		return "", e
+	}
+	return cmd.ChangeID, nil
 }
 
 // checkBatch checks what a batch asks before the state is read: its size, its
@@ -326,39 +333,6 @@ func checkBatch(z Zone, req *changeResourceRecordSetsRequest, cmd *control.APICo
 		return errBatch(msgs...)
 	}
 	return nil
-}
-
-// convertible refuses a zone the importer could not convert: what the state would
-// hold must be what every member can answer from.
-func convertible(z Zone, st *control.APIState) *apiError {
-	sets := sortedSets(st, z.Name)
-	if len(sets) == 0 {
-		return nil
-	}
-	var checks []route53.HealthCheck
-	for _, id := range slices.Sorted(maps.Keys(st.HealthChecks)) {
-		if slices.Contains(z.Checks, id) {
-			return errBatch(fmt.Sprintf("health check %s has the name of a check of the Corefile", id))
-		}
-		checks = append(checks, st.HealthChecks[id].HealthCheck)
-	}
-	if _, err := route53.Convert(route53.Input{Zone: z.Name, RecordSets: sets, HealthChecks: checks}); err != nil {
-		return errBatch(err.Error())
-	}
-	return nil
-}
-
-// writeRefusal answers a refusal of the state machine (from Preview).
-func (s *Server) writeRefusal(w http.ResponseWriter, err error) {
-	if ref, ok := err.(*control.Refusal); ok {
-		if ref.Code == control.CodeInvalidChangeBatch {
-			errBatch(ref.Messages...).write(w)
-			return
-		}
-		newErr(refusalStatus(ref.Code), ref.Code, ref.Reason).write(w)
-		return
-	}
-	newErr(http.StatusInternalServerError, "InternalFailure", err.Error()).write(w)
 }
 
 // changeStatus returns the ChangeInfo of change id, or false when unknown.

@@ -76,11 +76,6 @@ func TestRoute53APIRefusesBadRequests(t *testing.T) {
 	unsigned, _ := http.NewRequest("POST", "http://"+s.api+zonePath, strings.NewReader(batch))
 	tampered := signedRequest(t, s, "POST", zonePath, batch, r53KeyID, r53Secret, now)
 	tampered.Body = io.NopCloser(strings.NewReader(strings.Replace(batch, "192.0.2.50", "192.0.2.51", 1)))
-	replayed := signedRequest(t, s, "GET", "/2013-04-01/hostedzone", "", r53KeyID, r53Secret, now)
-	if code, _, body := send(t, replayed); code != 200 {
-		t.Fatalf("a signed listing: %d %s", code, body)
-	}
-	replayed = signedRequest(t, s, "GET", "/2013-04-01/hostedzone", "", r53KeyID, r53Secret, now)
 	big := strings.Replace(batch, "<Name>", "<!--"+strings.Repeat("x", 1<<20)+"--><Name>", 1)
 
 	cases := []struct {
@@ -95,7 +90,6 @@ func TestRoute53APIRefusesBadRequests(t *testing.T) {
 		{"body changed after signing", tampered, 403, "SignatureDoesNotMatch"},
 		{"expired date", signedRequest(t, s, "POST", zonePath, batch, r53KeyID, r53Secret, now.Add(-6*time.Minute)), 403, "SignatureDoesNotMatch"},
 		{"date in the future", signedRequest(t, s, "POST", zonePath, batch, r53KeyID, r53Secret, now.Add(6*time.Minute)), 403, "SignatureDoesNotMatch"},
-		{"replayed", replayed, 403, "SignatureDoesNotMatch"},
 		{"oversized body", signedRequest(t, s, "POST", zonePath, big, r53KeyID, r53Secret, now), 413, "InvalidInput"},
 		{"malformed XML", signedRequest(t, s, "POST", zonePath, batch[:len(batch)-40], r53KeyID, r53Secret, now), 400, "InvalidInput"},
 		{"unknown action", signedRequest(t, s, "POST", "/2013-04-01/hostedzone/"+s.zoneID+"/dnssec/enable", "", r53KeyID, r53Secret, now), 400, "InvalidAction"},

@@ -63,6 +63,12 @@ func r53Client(addr, keyID, secret string) *route53.Client {
 // (Corefile lines) and route53_api on a free port.
 func startR53(t *testing.T, extra string) *r53Server {
 	t.Helper()
+	return startR53API(t, "", extra)
+}
+
+// startR53API is startR53 with apiExtra (lines) in the route53_api block.
+func startR53API(t *testing.T, apiExtra, extra string) *r53Server {
+	t.Helper()
 	dir := t.TempDir()
 	keys := writeR53Keys(t, dir)
 	port, apiPort, opPort := coretest.FreePort(t), coretest.FreePort(t), coretest.FreePort(t)
@@ -73,6 +79,7 @@ func startR53(t *testing.T, extra string) *r53Server {
         api 127.0.0.1:%d
         route53_api %s {
             access_keys %s
+%s
         }
         controls {
             data_dir %s
@@ -80,7 +87,7 @@ func startR53(t *testing.T, extra string) *r53Server {
 %s
     }
 }
-`, port, opPort, s.api, keys, s.dataDir, extra)
+`, port, opPort, s.api, keys, apiExtra, s.dataDir, extra)
 	s.srv = coretest.Start(t, corefile, port, "example.org")
 	s.client = r53Client(s.api, r53KeyID, r53Secret)
 	s.zoneID = r53api.ZoneID("example.org.")

@@ -182,12 +182,23 @@ func ConnContext(ctx context.Context, c net.Conn) context.Context {
 // ConnContext must be ConnContext.
 func Answering(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if c, ok := r.Context().Value(connKey{}).(*conn); ok {
-			c.busy.Add(1)
-			defer c.busy.Add(-1)
-		}
+		defer Busy(r.Context())()
 		next.ServeHTTP(w, r)
 	})
+}
+
+// Busy marks the connection of a request's context as being answered until
+// release is called. A handler that reads and authenticates a request first
+// calls it after, instead of going through Answering: until then a client that
+// sends its body slowly, or cannot sign, holds a slot the listener may close to
+// make room. The server's ConnContext must be ConnContext.
+func Busy(ctx context.Context) (release func()) {
+	c, ok := ctx.Value(connKey{}).(*conn)
+	if !ok {
+		return func() {}
+	}
+	c.busy.Add(1)
+	return func() { c.busy.Add(-1) }
 }
 
 // Hold marks c, a connection a Listener accepted, as in use until it is closed, for

@@ -1,0 +1,300 @@
+package control
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"time"
+
+	"github.com/hashicorp/raft"
+	bolt "go.etcd.io/bbolt"
+)
+
+// logFile is the raft log and its stable store (current term, vote) in the data
+// directory: one bbolt database, every write a synced transaction.
+//
+// It replaces the raft-wal log of earlier versions (see migrateWAL), whose v0.4.0
+// panics with "sealed segment has no index block" on every start after raft
+// truncated an uncommitted suffix (hashicorp/raft-wal#31). raft-boltdb/v2 would be
+// the usual choice, but its v2.3.1 imports go-metrics/compat, which the
+// go-metrics that memberlist v0.7.0 needs no longer has.
+const logFile = "raft.db"
+
+var (
+	bucketLogs   = []byte("logs")
+	bucketStable = []byte("stable")
+	bucketMeta   = []byte("meta")
+	keyApplied   = []byte("applied_index")
+)
+
+// errNotFound is the error raft's stable store contract expects for a missing key.
+var errNotFound = errors.New("not found")
+
+// logStore is raft's LogStore and StableStore on bbolt, with the index the state
+// machine last applied.
+// Each entry is stored with a CRC-32C of its encoding, checked on every read:
+// bbolt checks its pages' structure, not the values in them.
+type logStore struct {
+	db *bolt.DB
+}
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+// openLogStore opens (creating it when missing) the log at path and checks every
+// entry it holds, so that a damaged log is refused here, with an error, rather
+// than found by raft later, which panics on an entry it cannot read. bbolt panics
+// on some damaged files: that is recovered into an error too.
+func openLogStore(path string) (s *logStore, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			s, err = nil, fmt.Errorf("%s is unreadable: %v", path, p)
+		}
+	}()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		return nil, fmt.Errorf("%s is unreadable: %v", path, err)
+	}
+	s = &logStore{db: db}
+	if err := db.Update(func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{bucketLogs, bucketStable, bucketMeta} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("%s is unreadable: %v", path, err)
+	}
+	if err := s.verify(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("%s is damaged: %v", path, err)
+	}
+	return s, nil
+}
+
+// verify reads every entry: contiguous indexes, each one's checksum, and every
+// configuration entry decodable (raft panics on one it cannot decode).
+func (s *logStore) verify() error {
+	return s.db.View(func(tx *bolt.Tx) error {
+		var prev uint64
+		return tx.Bucket(bucketLogs).ForEach(func(k, v []byte) error {
+			if len(k) != 8 {
+				return fmt.Errorf("a key of %d bytes in the log", len(k))
+			}
+			var l raft.Log
+			if err := decodeLog(v, &l); err != nil {
+				return fmt.Errorf("entry %d: %v", binary.BigEndian.Uint64(k), err)
+			}
+			if l.Index != binary.BigEndian.Uint64(k) {
+				return fmt.Errorf("entry %d holds index %d", binary.BigEndian.Uint64(k), l.Index)
+			}
+			if prev != 0 && l.Index != prev+1 {
+				return fmt.Errorf("entries %d to %d are missing", prev+1, l.Index-1)
+			}
+			prev = l.Index
+			if l.Type == raft.LogConfiguration {
+				if err := decodeConfiguration(l.Data); err != nil {
+					return fmt.Errorf("entry %d: %v", l.Index, err)
+				}
+			}
+			return nil
+		})
+	})
+}
+
+// decodeConfiguration reports whether raft can decode a configuration entry:
+// raft.DecodeConfiguration panics on one it cannot.
+func decodeConfiguration(b []byte) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("undecodable configuration: %v", p)
+		}
+	}()
+	raft.DecodeConfiguration(b)
+	return nil
+}
+
+// An entry's encoding: index, term (8 bytes each), type (1), appended at (Unix
+// nanoseconds, 8), data and extensions (each a 4-byte length and its bytes),
+// then the CRC-32C of all that (4).
+func encodeLog(l *raft.Log) []byte {
+	b := make([]byte, 0, 8+8+1+8+4+len(l.Data)+4+len(l.Extensions)+4)
+	b = binary.BigEndian.AppendUint64(b, l.Index)
+	b = binary.BigEndian.AppendUint64(b, l.Term)
+	b = append(b, byte(l.Type))
+	var at int64
+	if !l.AppendedAt.IsZero() {
+		at = l.AppendedAt.UnixNano()
+	}
+	b = binary.BigEndian.AppendUint64(b, uint64(at))
+	b = binary.BigEndian.AppendUint32(b, uint32(len(l.Data)))
+	b = append(b, l.Data...)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(l.Extensions)))
+	b = append(b, l.Extensions...)
+	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, crcTable))
+}
+
+func decodeLog(b []byte, l *raft.Log) error {
+	if len(b) < 8+8+1+8+4+4+4 {
+		return fmt.Errorf("truncated (%d bytes)", len(b))
+	}
+	body, sum := b[:len(b)-4], binary.BigEndian.Uint32(b[len(b)-4:])
+	if crc32.Checksum(body, crcTable) != sum {
+		return errors.New("checksum mismatch")
+	}
+	l.Index = binary.BigEndian.Uint64(body)
+	l.Term = binary.BigEndian.Uint64(body[8:])
+	l.Type = raft.LogType(body[16])
+	if at := int64(binary.BigEndian.Uint64(body[17:])); at != 0 {
+		l.AppendedAt = time.Unix(0, at)
+	} else {
+		l.AppendedAt = time.Time{}
+	}
+	rest := body[25:]
+	field := func() ([]byte, error) {
+		if len(rest) < 4 {
+			return nil, errors.New("truncated")
+		}
+		n := binary.BigEndian.Uint32(rest)
+		if uint64(n) > uint64(len(rest)-4) {
+			return nil, errors.New("a field longer than the entry")
+		}
+		v := append([]byte(nil), rest[4:4+n]...)
+		rest = rest[4+n:]
+		return v, nil
+	}
+	var err error
+	if l.Data, err = field(); err != nil {
+		return err
+	}
+	if l.Extensions, err = field(); err != nil {
+		return err
+	}
+	if len(rest) != 0 {
+		return errors.New("trailing bytes")
+	}
+	return nil
+}
+
+func key(i uint64) []byte { return binary.BigEndian.AppendUint64(nil, i) }
+
+// FirstIndex implements raft.LogStore: 0 for an empty log.
+func (s *logStore) FirstIndex() (uint64, error) { return s.edge((*bolt.Cursor).First) }
+
+// LastIndex implements raft.LogStore: 0 for an empty log.
+func (s *logStore) LastIndex() (uint64, error) { return s.edge((*bolt.Cursor).Last) }
+
+// edge returns the index of the log's first or last entry, 0 for an empty log.
+func (s *logStore) edge(move func(*bolt.Cursor) ([]byte, []byte)) (uint64, error) {
+	var i uint64
+	err := s.db.View(func(tx *bolt.Tx) error {
+		if k, _ := move(tx.Bucket(bucketLogs).Cursor()); k != nil {
+			i = binary.BigEndian.Uint64(k)
+		}
+		return nil
+	})
+	return i, err
+}
+
+// GetLog implements raft.LogStore.
+func (s *logStore) GetLog(index uint64, l *raft.Log) error {
+	return s.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketLogs).Get(key(index))
+		if v == nil {
+			return raft.ErrLogNotFound
+		}
+		if err := decodeLog(v, l); err != nil {
+			return fmt.Errorf("raft log entry %d: %v", index, err)
+		}
+		return nil
+	})
+}
+
+// StoreLog implements raft.LogStore.
+func (s *logStore) StoreLog(l *raft.Log) error { return s.StoreLogs([]*raft.Log{l}) }
+
+// StoreLogs implements raft.LogStore, in one synced transaction.
+func (s *logStore) StoreLogs(logs []*raft.Log) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketLogs)
+		for _, l := range logs {
+			if err := b.Put(key(l.Index), encodeLog(l)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// DeleteRange implements raft.LogStore: entries min to max, inclusive.
+func (s *logStore) DeleteRange(min, max uint64) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketLogs).Cursor()
+		for k, _ := c.Seek(key(min)); k != nil && binary.BigEndian.Uint64(k) <= max; k, _ = c.Next() {
+			if err := c.Delete(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// setApplied records that the state machine applied the log up to index: those
+// entries are committed, so a start may apply them before any leader is known.
+func (s *logStore) setApplied(index uint64) error {
+	return s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keyApplied, key(index)) })
+}
+
+// applied returns the index setApplied last recorded, never past the last entry.
+func (s *logStore) applied() (uint64, error) {
+	var a uint64
+	err := s.db.View(func(tx *bolt.Tx) error {
+		if v := tx.Bucket(bucketMeta).Get(keyApplied); len(v) == 8 {
+			a = binary.BigEndian.Uint64(v)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	last, err := s.LastIndex()
+	return min(a, last), err
+}
+
+// Set implements raft.StableStore.
+func (s *logStore) Set(k, v []byte) error {
+	return s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketStable).Put(k, v) })
+}
+
+// Get implements raft.StableStore.
+func (s *logStore) Get(k []byte) ([]byte, error) {
+	var v []byte
+	err := s.db.View(func(tx *bolt.Tx) error {
+		if got := tx.Bucket(bucketStable).Get(k); got != nil {
+			v = append([]byte(nil), got...)
+			return nil
+		}
+		return errNotFound
+	})
+	return v, err
+}
+
+// SetUint64 implements raft.StableStore.
+func (s *logStore) SetUint64(k []byte, v uint64) error { return s.Set(k, key(v)) }
+
+// GetUint64 implements raft.StableStore.
+func (s *logStore) GetUint64(k []byte) (uint64, error) {
+	v, err := s.Get(k)
+	if err != nil {
+		return 0, err
+	}
+	if len(v) != 8 {
+		return 0, fmt.Errorf("stable key %s: %d bytes, expected 8", k, len(v))
+	}
+	return binary.BigEndian.Uint64(v), nil
+}
+
+// Close closes the database.
+func (s *logStore) Close() error { return s.db.Close() }
