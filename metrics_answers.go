@@ -13,8 +13,10 @@ import (
 )
 
 // Answer metrics. answers_total has a series for each member (set identifier) of
-// every record set and for each multivalue set, last_resort_answers_total one for
-// each record name: a large configuration has hundreds of thousands. A CounterVec
+// every record set whose name's answer can change and for each such multivalue set,
+// last_resort_answers_total one for each record name that can fail open
+// (routing.NoSeries for the others): a large configuration has hundreds of
+// thousands. A CounterVec
 // series costs about 800 bytes and a map entry keyed by the label values about 200,
 // which made them the largest part of such a configuration's memory. So a block
 // plan numbers its series once (numberSeries), counts on each server into a slice by those
@@ -307,7 +309,9 @@ func (h *HealthRoute) count(server string, ans *routing.Answer) {
 	}
 	if qc := h.lastCounters.Load(); qc != nil && qc.server == server && ans.Leaf != nil && ans.ResortSet == nil &&
 		qc.next.Load() == nil && ans.Zone == h.cfg.Zones[ans.LeafSet.Zone] {
-		qc.c[routing.AnswerSeries].inc(ans.Leaf.Series, 1)
+		if n := ans.Leaf.Series; n != routing.NoSeries {
+			qc.c[routing.AnswerSeries].inc(n, 1)
+		}
 		return
 	}
 	h.countSlow(server, ans)
@@ -324,13 +328,15 @@ func (h *HealthRoute) countSlow(server string, ans *routing.Answer) {
 		if mn := ans.Leaf; mn != nil {
 			n, id = mn.Series, mn.Member.ID
 		}
-		if ans.Zone == h.cfg.Zones[set.Zone] {
+		switch {
+		case n == routing.NoSeries: // the name's answer cannot change
+		case ans.Zone == h.cfg.Zones[set.Zone]:
 			qc.add(routing.AnswerSeries, n, 1)
-		} else {
+		default:
 			answersTotal.extraSeries(server, ans.Zone, set.Name, id).Add(1)
 		}
 	}
-	if set := ans.ResortSet; set != nil {
+	if set := ans.ResortSet; set != nil && set.Resort != routing.NoSeries {
 		if ans.Zone == h.cfg.Zones[set.Zone] {
 			qc.add(routing.ResortSeries, set.Resort, 1)
 		} else {

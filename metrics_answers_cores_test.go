@@ -25,7 +25,7 @@ func TestAnswerCountsFromEveryCore(t *testing.T) {
 `
 	const cold = 200 // more names than a core has slots
 	for i := range cold {
-		block += "record " + coldName(i) + " simple {\nA 192.0.2.2\n}\n"
+		block += "record " + coldName(i) + " weighted {\nweight 10 A 192.0.2.2 id cold\n}\n"
 	}
 	h := testHandler(t, block+"}")
 	server := "dns://127.0.0.1:5307"

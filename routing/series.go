@@ -16,17 +16,33 @@ const (
 // SeriesCount. Set identifiers are unique within a record set's members of one type,
 // so only a name with several record sets or types can hold two members of one
 // series; a map finds those.
+//
+// Only a name whose answer can change has series (NoSeries for the others): its
+// answers_total ones when one of its record sets has a routing policy (one that
+// chooses) or can fail open (guarded), its last-resort one when one can fail open.
+// A name of simple records without checks answers alike every time: its counts
+// would be the query count, and a scrape of a hundred thousand of them is megabytes.
 func (p *Plan) numberSeries(cfg *Config) {
 	blocks := make(map[string]int, len(cfg.Records)) // record sets per name
+	var chooses, guards map[string]bool              // names with a record set that chooses, that can fail open
 	for _, rs := range cfg.Records {
 		blocks[rs.Name]++
+		if guarded(rs) {
+			guards = setName(guards, rs.Name)
+		}
+		if guarded(rs) || rs.Policy != PolicySimple {
+			chooses = setName(chooses, rs.Name)
+		}
 	}
-	resort := make(map[string]int32, len(blocks)) // each name's last-resort series
+	resort := make(map[string]int32, len(guards)) // each name's last-resort series
 	type key struct{ name, id string }
 	var shared map[key]int32 // series of names where members may share one
 	var answers int32
 	number := func(rs *RecordSet, id string, single bool) int32 {
-		if single {
+		switch {
+		case !chooses[rs.Name]:
+			return NoSeries
+		case single:
 			answers++
 			return answers - 1
 		}
@@ -50,9 +66,11 @@ func (p *Plan) numberSeries(cfg *Config) {
 		ps.RecordSet = rs
 		ps.Zone = uint16(max(0, slices.Index(cfg.Zones, MatchZone(cfg.Zones, strings.TrimPrefix(rs.Name, "*.")))))
 		n, ok := resort[rs.Name]
-		if !ok {
+		if !ok && guards[rs.Name] {
 			n = int32(len(resort))
 			resort[rs.Name] = n
+		} else if !ok {
+			n = NoSeries
 		}
 		ps.Resort = n
 		single := blocks[rs.Name] == 1 && !mixedTypes(rs)
@@ -70,6 +88,25 @@ func (p *Plan) numberSeries(cfg *Config) {
 	}
 	p.MemberSeries = series
 	p.SeriesCount = [2]int32{AnswerSeries: answers, ResortSeries: int32(len(resort))}
+}
+
+// NoSeries is the series number of what has none: a member or record set whose
+// name's answer cannot change (numberSeries).
+const NoSeries int32 = -1
+
+// guarded reports whether a member of rs can be unhealthy: it has a check, or is an
+// alias that evaluates its target's health.
+func guarded(rs *RecordSet) bool {
+	return slices.ContainsFunc(rs.Members, func(m *Member) bool { return m.Check != nil || m.ETH })
+}
+
+// setName returns m with name set, creating m if nil.
+func setName(m map[string]bool, name string) map[string]bool {
+	if m == nil {
+		m = map[string]bool{}
+	}
+	m[name] = true
+	return m
 }
 
 // memberCount is how many members cfg's record sets hold.
