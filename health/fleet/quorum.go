@@ -23,6 +23,7 @@ func (f *Fleet) Local(fp string, st health.Status) {
 	if r == nil {
 		r = &ownReport{fp: fp}
 		f.own[id] = r
+		f.noteLocked(fp)
 	} else if !r.observed.IsZero() {
 		g := now.Sub(r.observed)
 		r.gap, r.lastGap = max(g, r.lastGap), g
@@ -107,6 +108,22 @@ func (f *Fleet) setOwnLocked(id uint64, r *ownReport, flags byte, now time.Time,
 	return &bcast{key: deltaKey(f.cfg.Name, id), msg: appendEntry(appendHeader(nil, h), entry{id: id, flags: flags, seq: r.seq, age: age})}
 }
 
+// noteLocked notes that this member decides, places or probes check fp: another
+// member's report of it re-decides it (reportMovedLocked).
+func (f *Fleet) noteLocked(fp string) { f.known[shortID(fp)] = fp }
+
+// forgetKnownLocked forgets the checks this member no longer decides, places or
+// probes (their decisions, placements and own reports forgotten).
+func (f *Fleet) forgetKnownLocked() {
+	for id, fp := range f.known {
+		_, decided := f.last[fp]
+		_, placed := f.placed[fp]
+		if _, own := f.own[id]; !decided && !placed && !own {
+			delete(f.known, id)
+		}
+	}
+}
+
 // headerLocked is the header of a message of type typ sent now.
 func (f *Fleet) headerLocked(typ byte, now time.Time) header {
 	return header{typ: typ, name: f.cfg.Name, epoch: f.epoch, seq: f.seq, sentAt: f.mono(now), wake: f.wake}
@@ -126,6 +143,7 @@ func (f *Fleet) Status(fp string, local health.Status) health.Status {
 	if d == nil {
 		d = &decision{}
 		f.last[fp] = d
+		f.noteLocked(fp)
 	}
 	d.used = now
 	if total == 0 {
