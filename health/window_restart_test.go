@@ -1,7 +1,6 @@
 package health
 
 import (
-	"context"
 	"errors"
 	"sync/atomic"
 	"testing"
@@ -20,25 +19,16 @@ func TestProbeUnderWayAtRestartNotCounted(t *testing.T) {
 		var failing, hang atomic.Bool
 		release := make(chan struct{})
 		agg := &verdictLog{}
-		s := &Scheduler{
-			Aggregator: agg,
-			Jitter:     func(time.Duration) time.Duration { return 0 },
-			NewChecker: func(*Spec) (Checker, error) {
-				return CheckFunc(func(context.Context) error {
-					if hang.Load() {
-						<-release // the answer was there before the stall
-						return nil
-					}
-					if failing.Load() {
-						return errors.New("down")
-					}
-					return nil
-				}), nil
-			},
-		}
-		spec := testSpec("a", time.Second, 3, 3)
-		s.Acquire([]*Spec{spec})
-		s.Start(context.Background())
+		s, spec := verdictScheduler(agg, func() error {
+			if hang.Load() {
+				<-release // the answer was there before the stall
+				return nil
+			}
+			if failing.Load() {
+				return errors.New("down")
+			}
+			return nil
+		})
 		defer s.Stop()
 		advance(2500 * time.Millisecond) // probes at 0, 1 and 2 s: a verdict, healthy
 		if got := agg.take(); len(got) != 3 || !got[2].Verdict || got[2].Down {
