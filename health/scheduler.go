@@ -552,7 +552,8 @@ func (s *Scheduler) record(e *entry, err error, took time.Duration, ph Phases) {
 		in.LastChange = now
 		e.flip = true
 	}
-	local := Status{Down: down, Seen: true, Since: in.LastChange, Verdict: e.window >= fails || e.flip || e.restored}
+	local := Status{Down: down, Seen: true, Since: in.LastChange, Verdict: e.window >= fails || e.flip}
+	local.Restored = e.restored && !local.Verdict
 	if local.Verdict {
 		e.judged = now
 	}

@@ -30,6 +30,8 @@ func (f *Fleet) Local(fp string, st health.Status) {
 	}
 	r.observed = now
 	flags := flagsOf(st.Down)
+	// A state restored from an earlier process is no verdict (Status.Restored):
+	// the others count this member's report once its own probes judged it.
 	if _, restarting := f.restart[id]; !st.Verdict || restarting {
 		flags |= flagPending
 	}
@@ -133,7 +135,8 @@ func (f *Fleet) headerLocked(typ byte, now time.Time) header {
 // more than Quorum percent of the counted reports of reachable members, this one's
 // included, are healthy. With none counted, the last decision is kept; before any,
 // the check is new, as in Route 53: healthy (unhealthy once inverted, which the
-// caller applies) until a member's first full threshold window.
+// caller applies) until a member's first full threshold window, or this member's
+// state saved by its previous process (local.Restored), which no other member counts.
 func (f *Fleet) Status(fp string, local health.Status) health.Status {
 	now := f.now()
 	f.mu.Lock()
@@ -149,6 +152,9 @@ func (f *Fleet) Status(fp string, local health.Status) health.Status {
 	if total == 0 {
 		if !d.decided {
 			d.st = health.Status{Seen: local.Seen}
+			if local.Restored { // this member's saved state, until reports count
+				d.st.Down, d.st.Since = local.Down, local.Since
+			}
 		}
 		return d.st
 	}
