@@ -114,7 +114,11 @@ func (s *Scheduler) collectLocked(prev *Snapshot) []statusUpdate {
 		}
 		st := Status{Down: e.info.State.Down, Seen: e.info.Seen, Since: e.info.LastChange}
 		if s.Aggregator != nil {
-			st = s.Aggregator.Status(fp, st)
+			local := st
+			if fails, _ := thresholds(e.spec); e.restored && e.window < fails && !e.flip {
+				local.Restored = true
+			}
+			st = s.Aggregator.Status(fp, local)
 		}
 		if (had && old == st) || (!had && st == (Status{})) {
 			return // unchanged; or absent, which reads as new, and nothing to record yet

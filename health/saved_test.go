@@ -60,11 +60,13 @@ func TestRestoredStateHoldsUntilProbesOverturnIt(t *testing.T) {
 }
 
 // The first probe of a restored check counts toward a flip, as if its own probes
-// had judged it: one pass of three does not bring it back, and its report to an
-// aggregator carries a verdict from the first probe.
-func TestRestoredStateIsAVerdict(t *testing.T) {
+// had judged it: one pass of three does not bring it back. Its report to an
+// aggregator says the state is restored, not a verdict: in a fleet it is this
+// member's own answer, never a report the others count, until a full threshold
+// window of this process's probes (3 passes here) gives a verdict.
+func TestRestoredStateIsNoVerdictForOthers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		agg := &flipAggregator{}
+		agg := &verdictLog{}
 		s := &Scheduler{Aggregator: agg, Jitter: func(time.Duration) time.Duration { return time.Second },
 			NewChecker: func(*Spec) (Checker, error) { return CheckFunc(func(context.Context) error { return nil }), nil }}
 		sp := testSpec("restored", 10*time.Second, 3, 3)
@@ -77,8 +79,13 @@ func TestRestoredStateIsAVerdict(t *testing.T) {
 		if !in.State.Down || in.State.Run() != 1 {
 			t.Fatalf("after one pass the restored check is %+v; want still down, one pass counted", in.State)
 		}
-		if v := agg.lastVerdict(); !v {
-			t.Fatalf("the first report of a restored check carries no verdict")
+		if got := agg.take(); len(got) != 1 || got[0].Verdict || !got[0].Restored || !got[0].Down {
+			t.Fatalf("the first report of a restored check: %+v; want down, restored, no verdict", got)
+		}
+		advance(20 * time.Second) // passes 2 and 3: a verdict of this process's probes
+		got := agg.take()
+		if len(got) != 2 || !got[1].Verdict || got[1].Restored || got[1].Down {
+			t.Fatalf("after a full window of passes: %+v; want a verdict of healthy, no longer restored", got)
 		}
 	})
 }

@@ -150,6 +150,10 @@ type entry struct {
 	// restarted since: it counts as a verdict.
 	restored bool
 	judged   time.Time // when the state last rested on a verdict; zero: never
+	// windows counts the threshold windows restarted (RestartWindows), and
+	// probeWindow is its value when the probe under way started: a probe that
+	// started before a restart does not count in the new window.
+	windows, probeWindow uint64
 }
 
 // Start starts the scheduler; checks acquired before Start begin probing now.
@@ -424,6 +428,7 @@ func effectiveInterval(spec *Spec) time.Duration {
 func (s *Scheduler) started(e *entry, lag time.Duration) {
 	s.mu.Lock()
 	e.info.LastLag = lag
+	e.probeWindow = e.windows
 	s.mu.Unlock()
 	if s.Observer != nil {
 		s.Observer.Started(e.spec, lag)
@@ -534,7 +539,9 @@ func (s *Scheduler) record(e *entry, err error, took time.Duration, ph Phases) {
 		in.LastErr = ""
 	}
 	before, seen := in.State, in.Seen
-	if ok, counts := outcome(spec, err); counts {
+	// A probe that started before its check's window restarted (this process
+	// stalled meanwhile) is not counted: the new window rests on later probes only.
+	if ok, counts := outcome(spec, err); counts && e.probeWindow == e.windows {
 		in.State = in.State.Observe(ok, fails, passes)
 		e.window++
 	}
@@ -545,7 +552,8 @@ func (s *Scheduler) record(e *entry, err error, took time.Duration, ph Phases) {
 		in.LastChange = now
 		e.flip = true
 	}
-	local := Status{Down: down, Seen: true, Since: in.LastChange, Verdict: e.window >= fails || e.flip || e.restored}
+	local := Status{Down: down, Seen: true, Since: in.LastChange, Verdict: e.window >= fails || e.flip}
+	local.Restored = e.restored && !local.Verdict
 	if local.Verdict {
 		e.judged = now
 	}
@@ -605,7 +613,8 @@ func outcome(spec *Spec, err error) (ok, counts bool) {
 // carry no Verdict until failure_threshold more results (or a flip) are counted.
 // An Aggregator calls it for the checks whose last probe grew older than the
 // results may be trusted (the process stalled, or the probes fell behind): a
-// verdict must rest on probes none of which is older than that.
+// verdict must rest on probes none of which is older than that. A probe under
+// way, started before, does not count in the new window.
 func (s *Scheduler) RestartWindows(fps []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -613,6 +622,7 @@ func (s *Scheduler) RestartWindows(fps []string) {
 		if e, ok := s.checks[fp]; ok {
 			e.info.State = State{Down: e.info.State.Down}
 			e.window, e.flip, e.restored = 0, false, false
+			e.windows++
 		}
 	}
 }

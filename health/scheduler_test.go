@@ -351,25 +351,17 @@ func TestSchedulerPanickingProbe(t *testing.T) {
 }
 
 // flipAggregator reports every check down while down is set, whatever the local view.
-// It keeps the count of local reports and whether the last carried a verdict.
+// It keeps the count of local reports.
 type flipAggregator struct {
-	mu      sync.Mutex
-	down    bool
-	local   int
-	verdict bool
+	mu    sync.Mutex
+	down  bool
+	local int
 }
 
 func (a *flipAggregator) Local(_ string, st Status) {
 	a.mu.Lock()
 	a.local++
-	a.verdict = st.Verdict
 	a.mu.Unlock()
-}
-
-func (a *flipAggregator) lastVerdict() bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.verdict
 }
 func (a *flipAggregator) Status(fp string, st Status) Status {
 	a.mu.Lock()

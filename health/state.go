@@ -31,11 +31,16 @@ type Status struct {
 	Down  bool      // the raw state (before Disabled and Invert)
 	Seen  bool      // at least one probe has completed
 	Since time.Time // when Down last changed (zero: never)
-	// Verdict, set only on the statuses a Scheduler gives Aggregator.Local, says
+	// Verdict, set only on the statuses a Scheduler gives its Aggregator, says
 	// that the state rests on a full threshold window of probes (failure_threshold
 	// results counted since the check started or its window restarted, or a flip
-	// since then); before that the state is a new check's default.
+	// since then); before that the state is a new check's default, or the saved one.
 	Verdict bool
+	// Restored, set only on the statuses a Scheduler gives its Aggregator, says
+	// that the state is the one an earlier process saved (Restore) and no verdict
+	// of this process's probes has replaced it yet: this instance's own answer
+	// until it has one, never a verdict for others to count.
+	Restored bool
 }
 
 // shardCount splits a snapshot's states so that a publication copies only the shards

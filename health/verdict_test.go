@@ -32,6 +32,22 @@ func (l *verdictLog) take() []Status {
 	return out
 }
 
+// verdictScheduler starts a scheduler telling agg the statuses of one check
+// (interval 1 s, thresholds 3) whose probes run check, first at once.
+func verdictScheduler(agg *verdictLog, check func() error) (*Scheduler, *Spec) {
+	s := &Scheduler{
+		Aggregator: agg,
+		Jitter:     func(time.Duration) time.Duration { return 0 },
+		NewChecker: func(*Spec) (Checker, error) {
+			return CheckFunc(func(context.Context) error { return check() }), nil
+		},
+	}
+	spec := testSpec("a", time.Second, 3, 3)
+	s.Acquire([]*Spec{spec})
+	s.Start(context.Background())
+	return s, spec
+}
+
 // TestVerdictAfterThresholdWindow: a check's statuses carry a Verdict once
 // failure_threshold results were counted (before, the state is a new check's
 // default), and again only after as many more once RestartWindows restarted its
@@ -41,21 +57,12 @@ func TestVerdictAfterThresholdWindow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var failing atomic.Bool
 		agg := &verdictLog{}
-		s := &Scheduler{
-			Aggregator: agg,
-			Jitter:     func(time.Duration) time.Duration { return 0 },
-			NewChecker: func(*Spec) (Checker, error) {
-				return CheckFunc(func(context.Context) error {
-					if failing.Load() {
-						return errors.New("down")
-					}
-					return nil
-				}), nil
-			},
-		}
-		spec := testSpec("a", time.Second, 3, 3)
-		s.Acquire([]*Spec{spec})
-		s.Start(context.Background())
+		s, spec := verdictScheduler(agg, func() error {
+			if failing.Load() {
+				return errors.New("down")
+			}
+			return nil
+		})
 		defer s.Stop()
 		advance(2500 * time.Millisecond) // probes at 0, 1 and 2 s
 		got := agg.take()

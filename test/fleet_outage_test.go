@@ -308,12 +308,17 @@ func frozenMember(t *testing.T, settings string, freeze, within time.Duration) {
 }
 
 // TestFleetFrozenMember: SIGSTOP one member of three for 20 s while the target goes
-// down (interval 1 s, failure_threshold 3), then SIGCONT.
+// down (interval 1 s, failure_threshold 3), then SIGCONT; frozenRuns times in a row,
+// each with a fleet of its own.
 func TestFleetFrozenMember(t *testing.T) {
 	if testing.Short() {
 		t.Skip("three CoreDNS processes, a 20 s freeze")
 	}
-	frozenMember(t, "interval 1s\n\t\t\tfailure_threshold 3", 20*time.Second, 30*time.Second)
+	for run := range frozenRuns(t) {
+		t.Run(fmt.Sprintf("run=%d", run+1), func(t *testing.T) {
+			frozenMember(t, "interval 1s\n\t\t\tfailure_threshold 3", 20*time.Second, 30*time.Second)
+		})
+	}
 }
 
 // TestFleetFrozenMemberInterval10s is TestFleetFrozenMember with the check probed

@@ -263,14 +263,7 @@ func TestFleetPlacementEightMembers(t *testing.T) {
 		reassigned[m.name] = metricValue(m.scrapeMetrics(t), "coredns_healthroute_fleet_reassignments_total", nil)
 	}
 
-	var killed, left []*fleetMember
-	for _, m := range ms {
-		if slices.Contains(checkers, m.name) && len(killed) < 2 {
-			killed = append(killed, m)
-		} else {
-			left = append(left, m)
-		}
-	}
+	killed, left := splitCheckers(ms, checkers, 2)
 	samples := sampleAnswersBut(left, fleetSecondary, false)
 	kill := time.Now()
 	for _, m := range killed {

@@ -139,6 +139,7 @@ type Fleet struct {
 	lost     map[string]lostMember      // failed (not left) members to reconnect to
 	last     map[string]*decision       // by fingerprint
 	dirty    map[string]struct{}        // checks whose decision may have moved, for OnChecks
+	known    map[uint64]string          // fingerprint by short id of every check this member decides or places (see noteLocked)
 	dirtyAll bool                       // every decision may have moved
 	pushed   map[string]time.Time       // when this member's full set last went to a member
 	logs     *rateLog                   // memberlist's log lines, rate-limited
@@ -264,7 +265,7 @@ func New(cfg Config) (*Fleet, error) {
 	f := &Fleet{
 		cfg: cfg, now: time.Now, wall: func() time.Time { return time.Now().Add(wallOffset) }, restart: map[uint64]struct{}{}, recent: map[uint64]uint64{},
 		own: map[uint64]*ownReport{}, peers: map[string]*peer{}, alive: map[string]memberlist.Node{},
-		lost: map[string]lostMember{}, last: map[string]*decision{}, dirty: map[string]struct{}{},
+		lost: map[string]lostMember{}, last: map[string]*decision{}, dirty: map[string]struct{}{}, known: map[uint64]string{},
 		meta: map[string]memberMeta{}, placed: map[string]*placement{}, placeGen: 1,
 		short: map[string]bool{}, origin: map[string]string{},
 		pushed: map[string]time.Time{}, logs: newRateLog(),
@@ -461,6 +462,7 @@ func (f *Fleet) tick() {
 			}
 		}
 		f.forgetPlacementsLocked(now, forget)
+		f.forgetKnownLocked()
 	}
 	for name, l := range f.lost {
 		if now.Sub(l.since) > 24*time.Hour {

@@ -119,12 +119,21 @@ func (f *Fleet) deltaLocked(p *peer, h header, r *reader, b []byte, relay bool, 
 	if h.sentAt >= p.beat { // as recent as its last beat: it was running then
 		p.heard = now
 	}
-	if own := f.own[e.id]; own != nil {
-		f.dirty[own.fp] = struct{}{} // only this check's decision may move
-		m.poke = true
-	}
+	f.reportMovedLocked(e.id, m) // only this check's decision may move
 	if relay && stored {
 		m.out = &bcast{key: deltaKey(h.name, e.id), msg: slices.Clone(b)}
+	}
+}
+
+// reportMovedLocked notes that another member's report of check id changed (or
+// counts again): the decision of that check may move. It does so on every member
+// that decides the check, whether it probes it or not: a member that is not one
+// of its checkers, or whose role is answer, holds no own report of it, and
+// decides from the others' reports alone.
+func (f *Fleet) reportMovedLocked(id uint64, m *handled) {
+	if fp, ok := f.known[id]; ok {
+		f.dirty[fp] = struct{}{}
+		m.poke = true
 	}
 }
 
@@ -150,12 +159,12 @@ func (f *Fleet) beatLocked(p *peer, h header, r *reader, b []byte, relay bool, n
 		return
 	}
 	for _, e := range es { // changes carried (see beatMsg), older beats' too
-		if stored, _ := f.applyLocked(p, e, h.wake, now); stored {
+		stored, confirmed := f.applyLocked(p, e, h.wake, now)
+		if stored {
 			reportsReceived.Inc()
-			if own := f.own[e.id]; own != nil {
-				f.dirty[own.fp] = struct{}{}
-				m.poke = true
-			}
+		}
+		if stored || confirmed {
+			f.reportMovedLocked(e.id, m)
 		}
 	}
 	if h.sentAt <= p.beat {

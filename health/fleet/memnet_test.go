@@ -28,6 +28,23 @@ type memNet struct {
 	port  int                 // the last port handed out
 	bytes atomic.Int64
 	lost  atomic.Int64 // datagrams dropped on a full queue
+	// side is each address's side of a partition (absent: side 0): datagrams
+	// between sides are lost and connections time out. Set through split.
+	side map[string]int
+}
+
+// split puts each address on its side (absent: side 0); nil heals every partition.
+func (n *memNet) split(side map[string]int) {
+	n.mu.Lock()
+	n.side = side
+	n.mu.Unlock()
+}
+
+// cut reports whether a partition lies between addresses a and b.
+func (n *memNet) cut(a, b string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.side[a] != n.side[b]
 }
 
 // memQueue is the datagrams a member's queue holds, as a socket buffer does.
@@ -80,8 +97,8 @@ func (m *memNode) FinalAdvertiseAddr(ip string, port int) (net.IP, int, error) {
 func (m *memNode) WriteTo(b []byte, addr string) (time.Time, error) {
 	now := time.Now()
 	to := m.net.node(addr)
-	if to == nil {
-		return now, nil // nobody there: a datagram is lost silently
+	if to == nil || m.net.cut(m.addr.String(), addr) {
+		return now, nil // nobody there, or a partition: a datagram is lost silently
 	}
 	m.net.bytes.Add(int64(len(b)))
 	p := &memberlist.Packet{Buf: append([]byte(nil), b...), From: net.UDPAddrFromAddrPort(m.addr), Timestamp: now}
@@ -108,9 +125,13 @@ func (m *memNode) DialTimeout(addr string, d time.Duration) (net.Conn, error) {
 	if to == nil {
 		return nil, errRefused
 	}
-	ours, theirs := memPipe(net.TCPAddrFromAddrPort(m.addr), net.TCPAddrFromAddrPort(to.addr), &m.net.bytes)
 	timer := time.NewTimer(d)
 	defer timer.Stop()
+	if m.net.cut(m.addr.String(), addr) { // a partition: the connection times out
+		<-timer.C
+		return nil, os.ErrDeadlineExceeded
+	}
+	ours, theirs := memPipe(net.TCPAddrFromAddrPort(m.addr), net.TCPAddrFromAddrPort(to.addr), &m.net.bytes)
 	select {
 	case to.streams <- theirs:
 		return ours, nil

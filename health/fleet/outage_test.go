@@ -50,16 +50,22 @@ func (j *judge) restart(fps []string) {
 	}
 }
 
+// observe counts one probe result (ok: passed) into a check's state and threshold
+// window as the Scheduler does, noting a flip.
+func observe(st *health.State, window *int, flip *bool, ok bool, fails int) {
+	before := st.Down
+	*st = st.Observe(ok, fails, fails)
+	*window++
+	*flip = *flip || st.Down != before
+}
+
 func (j *judge) probe() {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.paused {
 		return // a frozen process probes nothing
 	}
-	before := j.state.Down
-	j.state = j.state.Observe(!j.down(), j.fails, j.fails)
-	j.window++
-	j.flip = j.flip || j.state.Down != before
+	observe(&j.state, &j.window, &j.flip, !j.down(), j.fails)
 	// Told under the judge's lock, as the Scheduler tells it under its own.
 	j.m.Local(j.fp, health.Status{Seen: true, Down: j.state.Down, Verdict: j.window >= j.fails || j.flip})
 	j.probes.Add(1)

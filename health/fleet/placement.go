@@ -334,6 +334,7 @@ func (f *Fleet) placeLocked(fp, name string, w want) *placement {
 	if p == nil {
 		p = &placement{asked: f.now()}
 		f.placed[fp] = p
+		f.noteLocked(fp)
 	} else if !slices.Equal(p.checkers, checkers) {
 		reassignments.Inc()
 	}
@@ -419,7 +420,9 @@ func (f *Fleet) forgetPlacementsLocked(now time.Time, forget time.Duration) {
 
 // membersMovedLocked notes that the members that may probe may have changed: every
 // placement is recomputed when next asked for.
-func (f *Fleet) membersMovedLocked() { f.placeGen++ }
+// Every decision may move with them: the reports that count are those of a
+// check's checkers.
+func (f *Fleet) membersMovedLocked() { f.placeGen++; f.dirtyAll = true }
 
 // Probes reports whether this member is one of spec's checkers now (health.Placer):
 // the scheduler asks before each probe, so a member that becomes a checker starts

@@ -23,12 +23,15 @@ func (f *Fleet) Local(fp string, st health.Status) {
 	if r == nil {
 		r = &ownReport{fp: fp}
 		f.own[id] = r
+		f.noteLocked(fp)
 	} else if !r.observed.IsZero() {
 		g := now.Sub(r.observed)
 		r.gap, r.lastGap = max(g, r.lastGap), g
 	}
 	r.observed = now
 	flags := flagsOf(st.Down)
+	// A state restored from an earlier process is no verdict (Status.Restored):
+	// the others count this member's report once its own probes judged it.
 	if _, restarting := f.restart[id]; !st.Verdict || restarting {
 		flags |= flagPending
 	}
@@ -107,6 +110,22 @@ func (f *Fleet) setOwnLocked(id uint64, r *ownReport, flags byte, now time.Time,
 	return &bcast{key: deltaKey(f.cfg.Name, id), msg: appendEntry(appendHeader(nil, h), entry{id: id, flags: flags, seq: r.seq, age: age})}
 }
 
+// noteLocked notes that this member decides, places or probes check fp: another
+// member's report of it re-decides it (reportMovedLocked).
+func (f *Fleet) noteLocked(fp string) { f.known[shortID(fp)] = fp }
+
+// forgetKnownLocked forgets the checks this member no longer decides, places or
+// probes (their decisions, placements and own reports forgotten).
+func (f *Fleet) forgetKnownLocked() {
+	for id, fp := range f.known {
+		_, decided := f.last[fp]
+		_, placed := f.placed[fp]
+		if _, own := f.own[id]; !decided && !placed && !own {
+			delete(f.known, id)
+		}
+	}
+}
+
 // headerLocked is the header of a message of type typ sent now.
 func (f *Fleet) headerLocked(typ byte, now time.Time) header {
 	return header{typ: typ, name: f.cfg.Name, epoch: f.epoch, seq: f.seq, sentAt: f.mono(now), wake: f.wake}
@@ -116,7 +135,8 @@ func (f *Fleet) headerLocked(typ byte, now time.Time) header {
 // more than Quorum percent of the counted reports of reachable members, this one's
 // included, are healthy. With none counted, the last decision is kept; before any,
 // the check is new, as in Route 53: healthy (unhealthy once inverted, which the
-// caller applies) until a member's first full threshold window.
+// caller applies) until a member's first full threshold window, or this member's
+// state saved by its previous process (local.Restored), which no other member counts.
 func (f *Fleet) Status(fp string, local health.Status) health.Status {
 	now := f.now()
 	f.mu.Lock()
@@ -126,11 +146,15 @@ func (f *Fleet) Status(fp string, local health.Status) health.Status {
 	if d == nil {
 		d = &decision{}
 		f.last[fp] = d
+		f.noteLocked(fp)
 	}
 	d.used = now
 	if total == 0 {
 		if !d.decided {
 			d.st = health.Status{Seen: local.Seen}
+			if local.Restored { // this member's saved state, until reports count
+				d.st.Down, d.st.Since = local.Down, local.Since
+			}
 		}
 		return d.st
 	}
