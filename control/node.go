@@ -313,6 +313,10 @@ func (n *Node) SetPolicy(p Policy) {
 	observe(n, n.fsm.state())
 }
 
+// Policy returns the rules, controls and checks this member stamps into the
+// changes it leads: its configuration's, as SetPolicy last gave them.
+func (n *Node) Policy() Policy { return *n.policy.Load() }
+
 // State returns a copy of the state as this member last applied it: local, never
 // waiting for the network.
 func (n *Node) State() *State { return n.fsm.state() }
