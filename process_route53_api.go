@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/healthroute/healthroute/arc"
 	"github.com/healthroute/healthroute/control"
 	"github.com/healthroute/healthroute/r53api"
 )
@@ -98,7 +99,8 @@ func (r *registry) startRoute53API(cfg *blockConfig) error {
 	}
 	l := api.listeners[a.Addr]
 	if l == nil {
-		srv, err := r53api.Start(a.Addr, a.KeyFile, a.Limits, r53api.Backend{Node: r.controlNode, Zones: api.zones, Status: r.checkStatus})
+		srv, err := r53api.Start(a.Addr, a.KeyFile, a.Limits, r53api.Backend{Node: r.controlNode, Zones: api.zones, Status: r.checkStatus,
+			Services: arc.Services(arc.Backend{Node: r.controlNode})})
 		if err != nil {
 			return a.at.errorf("route53_api %s: %v", a.Addr, err)
 		}
