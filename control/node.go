@@ -61,6 +61,7 @@ type Request struct {
 	BreakGlass []string          `json:"break_glass,omitempty"`
 	Read       bool              `json:"read,omitempty"`
 	API        *APICommand       `json:"api,omitempty"`
+	Shift      *ShiftCommand     `json:"shift,omitempty"`
 }
 
 // reply is the leader's answer to a forwarded request.
@@ -479,7 +480,7 @@ func (n *Node) lead(req Request) reply {
 	}
 	p := n.policy.Load()
 	cmd := Command{Time: time.Now().UTC(), Token: req.Token, Member: req.Member, Reason: req.Reason, Set: req.Set,
-		Override: req.Override, BreakGlass: req.BreakGlass, Rules: p.Rules, Controls: p.Controls, Checks: p.Checks, API: req.API}
+		Override: req.Override, BreakGlass: req.BreakGlass, Rules: p.Rules, Controls: p.Controls, Checks: p.Checks, API: req.API, Shift: req.Shift}
 	b, err := json.Marshal(cmd)
 	if err != nil {
 		return reply{Err: err.Error()}

@@ -34,6 +34,7 @@ type Command struct {
 	Controls   []string          `json:"controls"`              // the controls the leader's configuration defines
 	Checks     []string          `json:"checks,omitempty"`      // the checks it may override
 	API        *APICommand       `json:"api,omitempty"`         // a Route 53 API call; then Set and Override are empty
+	Shift      *ShiftCommand     `json:"shift,omitempty"`       // a zonal shift started, updated or cancelled; then Set and Override are empty
 }
 
 // Entry is one audit record: a change applied or refused.
@@ -60,6 +61,7 @@ type State struct {
 	Overrides map[string]bool      `json:"overrides"`
 	Audit     []Entry              `json:"audit"`
 	API       *APIState            `json:"api,omitempty"` // what the Route 53-compatible API manages
+	Shifts    []ZonalShift         `json:"zonal_shifts,omitempty"` // zonal shifts, newest last; replaced whole, never changed in place
 }
 
 // NewState returns the empty state: every control on, no overrides.
@@ -111,6 +113,14 @@ func (s *State) Apply(index uint64, cmd *Command) error {
 	s.Seq++
 	e := Entry{Seq: s.Seq, Time: cmd.Time, Token: cmd.Token, Member: cmd.Member, Reason: cmd.Reason,
 		Set: cmd.Set, Override: cmd.Override}
+	if cmd.Shift != nil { // audited like a control change
+		err := s.applyShift(cmd)
+		if err != nil {
+			e.Refused = err.Error()
+		}
+		s.audit(e)
+		return err
+	}
 	bypassed, ref := s.decide(cmd)
 	if ref != nil {
 		e.Refused, e.Rule = ref.Reason, ref.Rule
@@ -131,14 +141,19 @@ func (s *State) Apply(index uint64, cmd *Command) error {
 			}
 		}
 	}
-	s.Audit = append(s.Audit, e)
-	if n := len(s.Audit) - MaxAudit; n > 0 {
-		s.Audit = slices.Delete(s.Audit, 0, n)
-	}
+	s.audit(e)
 	if ref != nil {
 		return ref
 	}
 	return nil
+}
+
+// audit appends e to the audit history, keeping the newest MaxAudit.
+func (s *State) audit(e Entry) {
+	s.Audit = append(s.Audit, e)
+	if n := len(s.Audit) - MaxAudit; n > 0 {
+		s.Audit = slices.Delete(s.Audit, 0, n)
+	}
 }
 
 // decide returns the refusal of cmd, nil when it may apply, and the break-glass
