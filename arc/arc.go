@@ -1,7 +1,8 @@
 // Package arc serves Route 53 Application Recovery Controller's APIs over
 // healthroute's replicated state (package control): the cluster API
 // (route53-recovery-cluster 2019-12-02, AWS JSON 1.0) that reads and sets routing
-// controls under the safety rules. Its handlers run behind the Route 53 API's
+// controls under the safety rules, and zonal shift (arc-zonal-shift 2022-10-30,
+// REST-JSON) over the azaffinity record sets. Its handlers run behind the Route 53 API's
 // listener (package r53api), which authenticates and paces every request first.
 //
 // The Corefile's routing controls all belong to one control panel, named
@@ -12,6 +13,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/healthroute/healthroute/control"
 	"github.com/healthroute/healthroute/r53api"
@@ -49,12 +51,24 @@ func nameOf(arn, kind string) (string, bool) {
 // it is now (nil while no block holds routing controls).
 type Backend struct {
 	Node func() *control.Node
+	// Resources are the managed resources of zonal shift: the azaffinity record
+	// sets with az members, sorted by name; nil: none.
+	Resources func() []Resource
+	// Now is the clock a shift's status is read by; nil: time.Now. (The leader's
+	// clock decides changes.)
+	Now func() time.Time
 }
 
 // Services returns the handlers of ARC's APIs, by signing name, for
 // r53api.Backend.Services.
 func Services(be Backend) map[string]r53api.AuthedHandler {
-	return map[string]r53api.AuthedHandler{"route53-recovery-cluster": &cluster{be: be}}
+	if be.Now == nil {
+		be.Now = time.Now
+	}
+	return map[string]r53api.AuthedHandler{
+		"route53-recovery-cluster": &cluster{be: be},
+		"arc-zonal-shift":          &zonalShift{be: be, now: be.Now},
+	}
 }
 
 // apiError is an error of ARC's APIs: a status, the exception's name and its

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,11 +33,18 @@ type testEndpoint struct {
 	t    *testing.T
 	url  string
 	node *control.Node
+	seq  atomic.Uint64
 }
 
 // start starts a single-voter node in a temporary directory with policy p and
 // the Route 53 API's listener serving ARC's APIs over it.
 func start(t *testing.T, p control.Policy) *testEndpoint {
+	t.Helper()
+	return startWith(t, p, Backend{})
+}
+
+// startWith is start with be's Resources and Now (its Node is the test's).
+func startWith(t *testing.T, p control.Policy, be Backend) *testEndpoint {
 	t.Helper()
 	dir := t.TempDir()
 	keys := filepath.Join(dir, "keys")
@@ -50,7 +59,7 @@ func start(t *testing.T, p control.Policy) *testEndpoint {
 	n.SetPolicy(p)
 	coretest.WaitUntil(t, 10*time.Second, "the node leads", func() bool { return n.Status().CanChange }, func() string { return n.Status().State })
 	node := func() *control.Node { return n }
-	s, err := r53api.Start("127.0.0.1:0", keys, r53api.DefaultLimits, r53api.Backend{Node: node, Services: Services(Backend{Node: node})})
+	s, err := r53api.Start("127.0.0.1:0", keys, r53api.DefaultLimits, r53api.Backend{Node: node, Services: Services(Backend{Node: node, Resources: be.Resources, Now: be.Now})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,6 +80,9 @@ func (e *testEndpoint) call(service, method, path, target string, in, out any) (
 		req.Header.Set("X-Amz-Target", targetPrefix+target)
 		req.Header.Set("Content-Type", "application/x-amz-json-1.0")
 	}
+	// Two identical requests signed in one second would be one signature, refused
+	// as a replay: a signed counter tells them apart.
+	req.Header.Set("X-Test-Seq", strconv.FormatUint(e.seq.Add(1), 10))
 	sum := sha256.Sum256(body)
 	if err := v4.NewSigner().SignHTTP(context.Background(), aws.Credentials{AccessKeyID: testKeyID, SecretAccessKey: testSecret},
 		req, hex.EncodeToString(sum[:]), service, "us-east-1", time.Now()); err != nil {
