@@ -2,6 +2,10 @@ package healthroute
 
 import (
 	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/healthroute/healthroute/control"
 )
 
 // AZ-affinity routing (docs/az-affinity.md): members each for a location, from the
@@ -136,6 +140,45 @@ func azRank(mn *mnode, loc *azChain) int {
 	return int(m.AZLevel - azZone)
 }
 
+// zonalShifts are the zonal shifts of the replicated state that are not
+// cancelled, by record set name and AZ ID, with their expiry; nil: none. While one
+// is active, its AZ's members answer as unhealthy (docs/arc-api.md#zonal-shift).
+var zonalShifts atomic.Pointer[map[shiftKey]time.Time]
+
+type shiftKey struct{ name, az string }
+
+// setZonalShifts replaces zonalShifts with st's.
+func setZonalShifts(st *control.State) {
+	m := map[shiftKey]time.Time{}
+	for _, z := range st.Shifts {
+		if !z.Canceled {
+			m[shiftKey{z.Resource, z.AwayFrom}] = z.Expiry
+		}
+	}
+	if len(m) == 0 {
+		zonalShifts.Store(nil)
+		return
+	}
+	zonalShifts.Store(&m)
+}
+
+// shiftedAway reports whether an active zonal shift moves answers away from
+// member mn of n's AZ.
+func shiftedAway(n *node, mn *mnode) bool {
+	m := zonalShifts.Load()
+	if m == nil || mn.m.AZLevel != azZone {
+		return false
+	}
+	exp, ok := (*m)[shiftKey{n.set.Name, mn.m.AZID}]
+	return ok && time.Now().Before(exp)
+}
+
+// azOK reports whether member i of azaffinity node n is healthy for q and not
+// shifted away from.
+func (r *resolver) azOK(t *table, n *node, i int32, q *query) bool {
+	return r.memberOK(t, n, i, q) && !shiftedAway(n, &n.members[i])
+}
+
 // pickAZ picks in an azaffinity node for q: the most specific healthy member that
 // applies to the query's location; when none is healthy, the most specific one that
 // applies; -1 when none applies (NODATA).
@@ -151,7 +194,7 @@ func (r *resolver) pickAZ(t *table, n *node, q *query) int32 {
 		if best < 0 || k < key {
 			best, key = int32(i), k
 		}
-		if (bestOK < 0 || k < keyOK) && r.memberOK(t, n, int32(i), q) {
+		if (bestOK < 0 || k < keyOK) && r.azOK(t, n, int32(i), q) {
 			bestOK, keyOK = int32(i), k
 		}
 	}
@@ -166,7 +209,7 @@ func (r *resolver) pickAZ(t *table, n *node, q *query) int32 {
 func (r *resolver) azHealthy(t *table, n *node, q *query) bool {
 	loc, _ := r.azLocation(q)
 	for i := range n.members {
-		if azRank(&n.members[i], loc) >= 0 && r.memberOK(t, n, int32(i), q) {
+		if azRank(&n.members[i], loc) >= 0 && r.azOK(t, n, int32(i), q) {
 			return true
 		}
 	}

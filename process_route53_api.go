@@ -3,6 +3,7 @@ package healthroute
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -65,6 +66,7 @@ func (r *registry) controlNode() *control.Node {
 // replicated is the node's onChange: the operator's view of the controls, and
 // the API's blocks rebuilt when the API's generation changed.
 func (r *registry) replicated(st *control.State) {
+	setZonalShifts(st)
 	r.op.SetReplicated(st)
 	if st.API != nil {
 		r.api.wake()
@@ -100,7 +102,7 @@ func (r *registry) startRoute53API(cfg *blockConfig) error {
 	l := api.listeners[a.Addr]
 	if l == nil {
 		srv, err := r53api.Start(a.Addr, a.KeyFile, a.Limits, r53api.Backend{Node: r.controlNode, Zones: api.zones, Status: r.checkStatus,
-			Services: arc.Services(arc.Backend{Node: r.controlNode})})
+			Services: arc.Services(arc.Backend{Node: r.controlNode, Resources: r.azResources})})
 		if err != nil {
 			return a.at.errorf("route53_api %s: %v", a.Addr, err)
 		}
@@ -249,4 +251,30 @@ func (r *registry) checkStatus(id string) []r53api.Observation {
 		}
 	}
 	return nil
+}
+
+// azResources returns zonal shift's managed resources: the running blocks'
+// azaffinity record sets with az members, by name.
+func (r *registry) azResources() []arc.Resource {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	azs := map[string][]string{}
+	for cfg := range r.cfgs {
+		for _, rs := range cfg.Records {
+			if rs.Policy != policyAZAffinity {
+				continue
+			}
+			for _, m := range rs.Members {
+				if m.AZLevel == azZone && !slices.Contains(azs[rs.Name], m.AZID) {
+					azs[rs.Name] = append(azs[rs.Name], m.AZID)
+				}
+			}
+		}
+	}
+	var out []arc.Resource
+	for _, name := range slices.Sorted(maps.Keys(azs)) {
+		slices.Sort(azs[name])
+		out = append(out, arc.Resource{Name: name, AZs: azs[name]})
+	}
+	return out
 }
