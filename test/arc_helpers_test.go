@@ -21,7 +21,8 @@ const (
 // arcFleet is three CoreDNS processes (r53Fleet's) sharing routing controls east
 // and west (www.example.org answers the primary while east is on) under the rule
 // one-region (at least 1 of east, west on), each serving the Route 53 API's
-// listener, and so ARC's APIs.
+// listener, and so ARC's APIs. Each is located in use1-az1, where the azaffinity
+// record set svc.example.org answers 192.0.2.11 (global: 192.0.2.99).
 type arcFleet struct {
 	*r53Fleet
 	t *testing.T
@@ -36,6 +37,12 @@ func newARCFleet(t *testing.T) *arcFleet {
 		record www.example.org. failover {
 			primary   A 192.0.2.1 check east
 			secondary A 198.51.100.1 check west
+		}
+		location az use1-az1
+		record svc.example.org. azaffinity {
+			az use1-az1 A 192.0.2.11
+			az use1-az2 A 192.0.2.12
+			global A 192.0.2.99
 		}`
 	return f
 }
@@ -64,6 +71,14 @@ func (f *arcFleet) aws(i int, service string, args ...string) (string, error) {
 	return string(out), err
 }
 
+// decode decodes the CLI's output into v.
+func (f *arcFleet) decode(out string, v any) {
+	f.t.Helper()
+	if err := json.Unmarshal([]byte(out), v); err != nil {
+		f.t.Fatalf("the aws CLI's output: %v\n%s", err, out)
+	}
+}
+
 // awsJSON runs the CLI, fails the test on an error and decodes its output into v.
 func (f *arcFleet) awsJSON(i int, v any, service string, args ...string) {
 	f.t.Helper()
@@ -72,9 +87,7 @@ func (f *arcFleet) awsJSON(i int, v any, service string, args ...string) {
 		f.t.Fatalf("aws %s %s (member %d): %v\n%s", service, strings.Join(args, " "), i, err, out)
 	}
 	if v != nil && strings.TrimSpace(out) != "" {
-		if err := json.Unmarshal([]byte(out), v); err != nil {
-			f.t.Fatalf("aws %s %s: %v\n%s", service, args[0], err, out)
-		}
+		f.decode(out, v)
 	}
 }
 
