@@ -62,6 +62,7 @@ type Request struct {
 	Read       bool              `json:"read,omitempty"`
 	API        *APICommand       `json:"api,omitempty"`
 	Shift      *ShiftCommand     `json:"shift,omitempty"`
+	ARC        *ARCCommand       `json:"arc,omitempty"`
 }
 
 // reply is the leader's answer to a forwarded request.
@@ -480,7 +481,7 @@ func (n *Node) lead(req Request) reply {
 	}
 	p := n.policy.Load()
 	cmd := Command{Time: time.Now().UTC(), Token: req.Token, Member: req.Member, Reason: req.Reason, Set: req.Set,
-		Override: req.Override, BreakGlass: req.BreakGlass, Rules: p.Rules, Controls: p.Controls, Checks: p.Checks, API: req.API, Shift: req.Shift}
+		Override: req.Override, BreakGlass: req.BreakGlass, Rules: p.Rules, Controls: p.Controls, Checks: p.Checks, API: req.API, Shift: req.Shift, ARC: req.ARC}
 	b, err := json.Marshal(cmd)
 	if err != nil {
 		return reply{Err: err.Error()}

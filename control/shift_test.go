@@ -16,13 +16,6 @@ func TestZonalShiftLifecycleOnTheLeadersClock(t *testing.T) {
 	apply := func(at time.Duration, c ShiftCommand) error {
 		return s.Apply(s.Index+1, &Command{Time: t0.Add(at), Token: "k", Member: "m", Shift: &c})
 	}
-	code := func(err error) string {
-		var ref *Refusal
-		if errors.As(err, &ref) {
-			return ref.Code
-		}
-		return ""
-	}
 	if err := apply(0, ShiftCommand{Start: &ZonalShift{ID: "one", Resource: "svc.example.org.", AwayFrom: "use1-az1"}, ExpiresIn: 2 * time.Minute}); err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +23,7 @@ func TestZonalShiftLifecycleOnTheLeadersClock(t *testing.T) {
 	if !z.Expiry.Equal(t0.Add(2*time.Minute)) || z.Status(t0.Add(time.Minute)) != ShiftActive || len(s.ActiveShifts(t0.Add(time.Minute))) != 1 {
 		t.Fatalf("started shift %+v, want active until t0+2m", z)
 	}
-	if err := apply(time.Minute, ShiftCommand{Start: &ZonalShift{ID: "two", Resource: "svc.example.org.", AwayFrom: "use1-az2"}, ExpiresIn: time.Minute}); code(err) != CodeShiftExists {
+	if err := apply(time.Minute, ShiftCommand{Start: &ZonalShift{ID: "two", Resource: "svc.example.org.", AwayFrom: "use1-az2"}, ExpiresIn: time.Minute}); refusalCode(err) != CodeShiftExists {
 		t.Errorf("a second shift on an active one's resource: %v, want %s", err, CodeShiftExists)
 	}
 	comment := "longer"
@@ -43,7 +36,7 @@ func TestZonalShiftLifecycleOnTheLeadersClock(t *testing.T) {
 	if z, _ := s.Shift("one"); z.Status(t0.Add(11*time.Minute)) != ShiftExpired || len(s.ActiveShifts(t0.Add(11*time.Minute))) != 0 {
 		t.Errorf("at its expiry the shift is %s, want EXPIRED", z.Status(t0.Add(11*time.Minute)))
 	}
-	if err := apply(12*time.Minute, ShiftCommand{Cancel: "one"}); code(err) != CodeShiftNotActive {
+	if err := apply(12*time.Minute, ShiftCommand{Cancel: "one"}); refusalCode(err) != CodeShiftNotActive {
 		t.Errorf("cancelling an expired shift: %v, want %s", err, CodeShiftNotActive)
 	}
 	if err := apply(12*time.Minute, ShiftCommand{Start: &ZonalShift{ID: "three", Resource: "svc.example.org.", AwayFrom: "use1-az2"}, ExpiresIn: time.Hour}); err != nil {
@@ -56,14 +49,23 @@ func TestZonalShiftLifecycleOnTheLeadersClock(t *testing.T) {
 		t.Errorf("cancelled shift is %s", z.Status(t0.Add(13*time.Minute)))
 	}
 	for _, bad := range []time.Duration{-time.Minute, MaxShiftExpiry + time.Minute} {
-		if err := apply(14*time.Minute, ShiftCommand{Start: &ZonalShift{ID: "bad", Resource: "x."}, ExpiresIn: bad}); code(err) != CodeInvalidInput {
+		if err := apply(14*time.Minute, ShiftCommand{Start: &ZonalShift{ID: "bad", Resource: "x."}, ExpiresIn: bad}); refusalCode(err) != CodeInvalidInput {
 			t.Errorf("expiresIn %s: %v, want %s", bad, err, CodeInvalidInput)
 		}
 	}
-	if err := apply(14*time.Minute, ShiftCommand{Update: "nope", ExpiresIn: time.Minute}); code(err) != CodeNoSuchShift {
+	if err := apply(14*time.Minute, ShiftCommand{Update: "nope", ExpiresIn: time.Minute}); refusalCode(err) != CodeNoSuchShift {
 		t.Errorf("updating an unknown shift: %v", err)
 	}
 	if n := len(s.Audit); n != 9 || s.Audit[n-1].Refused == "" || s.Audit[0].Refused != "" {
 		t.Errorf("audit holds %d entries, want each of the 9 commands, refusals marked", n)
 	}
+}
+
+// refusalCode is a refusal's code and the rule refusing it, "" for no refusal.
+func refusalCode(err error) string {
+	var ref *Refusal
+	if errors.As(err, &ref) {
+		return ref.Code + ref.Rule
+	}
+	return ""
 }
