@@ -32,19 +32,49 @@ const arnPrefix = "arn:aws:route53-recovery-control::" + Account + ":controlpane
 func PanelARN(panel string) string { return arnPrefix + panel }
 
 // ControlARN returns the ARN of routing control name of the Corefile's panel.
-func ControlARN(name string) string { return PanelARN(PanelName) + "/routingcontrol/" + name }
+func ControlARN(name string) string { return ControlARNIn(PanelName, name) }
+
+// ControlARNIn returns the ARN of routing control name of panel.
+func ControlARNIn(panel, name string) string { return PanelARN(panel) + "/routingcontrol/" + name }
 
 // RuleARN returns the ARN of safety rule name of the Corefile's panel.
-func RuleARN(name string) string { return PanelARN(PanelName) + "/safetyrule/" + name }
+func RuleARN(name string) string { return RuleARNIn(PanelName, name) }
 
-// nameOf returns the name an ARN of kind ("routingcontrol", "safetyrule") of the
-// Corefile's panel gives; a bare name is taken as it is.
-func nameOf(arn, kind string) (string, bool) {
+// RuleARNIn returns the ARN of safety rule name of panel.
+func RuleARNIn(panel, name string) string { return PanelARN(panel) + "/safetyrule/" + name }
+
+// ClusterARN is the ARN of the one cluster: the fleet's voters.
+const ClusterARN = "arn:aws:route53-recovery-control::" + Account + ":cluster/" + PanelName
+
+// parseARN splits an ARN of a control panel ("" kind and name), a routing control
+// (kind "routingcontrol") or a safety rule ("safetyrule"). A bare name is taken
+// as one of the Corefile's panel.
+func parseARN(arn string) (panel, kind, name string, ok bool) {
 	if !strings.HasPrefix(arn, "arn:") {
-		return arn, arn != ""
+		return PanelName, "", arn, arn != ""
 	}
-	name, ok := strings.CutPrefix(arn, PanelARN(PanelName)+"/"+kind+"/")
-	return name, ok && name != ""
+	rest, ok := strings.CutPrefix(arn, arnPrefix)
+	if !ok {
+		return "", "", "", false
+	}
+	f := strings.Split(rest, "/")
+	switch {
+	case len(f) == 1 && f[0] != "":
+		return f[0], "", "", true
+	case len(f) == 3 && f[0] != "" && f[2] != "":
+		return f[0], f[1], f[2], true
+	}
+	return "", "", "", false
+}
+
+// nameOf returns the panel and name an ARN of kind ("routingcontrol",
+// "safetyrule") gives; a bare name is one of the Corefile's panel.
+func nameOf(arn, kind string) (panel, name string, ok bool) {
+	p, k, n, ok := parseARN(arn)
+	if !strings.HasPrefix(arn, "arn:") {
+		k = kind
+	}
+	return p, n, ok && k == kind && n != ""
 }
 
 // Backend is what the handlers read and change: the replicated state's node, as
@@ -66,8 +96,9 @@ func Services(be Backend) map[string]r53api.AuthedHandler {
 		be.Now = time.Now
 	}
 	return map[string]r53api.AuthedHandler{
-		"route53-recovery-cluster": &cluster{be: be},
-		"arc-zonal-shift":          &zonalShift{be: be, now: be.Now},
+		"route53-recovery-cluster":        &cluster{be: be},
+		"arc-zonal-shift":                 &zonalShift{be: be, now: be.Now},
+		"route53-recovery-control-config": &config{be: be},
 	}
 }
 

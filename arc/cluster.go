@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/healthroute/healthroute/control"
@@ -102,42 +103,37 @@ func stateName(on bool) string {
 	return "Off"
 }
 
-// controls returns the node and the routing controls of its policy, sorted.
-func (c *cluster) controls() (*control.Node, []string) {
-	n := c.be.Node()
-	if n == nil {
-		return nil, nil
-	}
-	names := slices.Clone(n.Policy().Controls)
-	slices.Sort(names)
-	return n, names
-}
-
-// control returns the node and the name of the routing control arn names.
-func (c *cluster) control(arn string) (*control.Node, string, *apiError) {
+// control returns the catalog and the routing control arn names.
+func (c *cluster) control(arn string) (*catalog, rc, *apiError) {
 	if arn == "" {
-		return nil, "", errValidation("fieldValidationFailed", "RoutingControlArn: expected a routing control's ARN")
+		return nil, rc{}, errValidation("fieldValidationFailed", "RoutingControlArn: expected a routing control's ARN")
 	}
-	n, names := c.controls()
-	name, ok := nameOf(arn, "routingcontrol")
-	if !ok || !slices.Contains(names, name) {
-		return nil, "", errNotFound("RoutingControl", arn)
+	cat := load(c.be)
+	ctl, ok := cat.control(arn)
+	if !ok {
+		return nil, rc{}, errNotFound("RoutingControl", arn)
 	}
-	return n, name, nil
+	return cat, ctl, nil
 }
 
 func (c *cluster) get(arn string) (any, *apiError) {
-	n, name, e := c.control(arn)
+	cat, ctl, e := c.control(arn)
 	if e != nil {
 		return nil, e
 	}
 	return struct{ RoutingControlArn, RoutingControlName, RoutingControlState string }{
-		ControlARN(name), name, stateName(n.State().On(name))}, nil
+		ControlARNIn(ctl.panel, ctl.name), ctl.name, stateName(cat.st.On(ctl.name))}, nil
 }
 
-func (c *cluster) list(panel, next string, max *int) (any, *apiError) {
-	if panel != "" && panel != PanelARN(PanelName) {
-		return nil, errNotFound("ControlPanel", panel)
+func (c *cluster) list(panelARN, next string, max *int) (any, *apiError) {
+	cat := load(c.be)
+	panel := ""
+	if panelARN != "" {
+		p, kind, _, ok := parseARN(panelARN)
+		if !ok || kind != "" || !slices.Contains(cat.panels(), p) {
+			return nil, errNotFound("ControlPanel", panelARN)
+		}
+		panel = p
 	}
 	limit := MaxListResults
 	if max != nil {
@@ -146,25 +142,27 @@ func (c *cluster) list(panel, next string, max *int) (any, *apiError) {
 		}
 		limit = min(*max, MaxListResults)
 	}
-	n, names := c.controls()
 	out := struct {
 		RoutingControls []routingControl
 		NextToken       string `json:",omitempty"`
 	}{RoutingControls: []routingControl{}}
-	if n == nil {
-		return out, nil
-	}
-	st := n.State()
-	for _, name := range names {
-		if next != "" && name <= next {
-			continue
+	from := 0
+	if next != "" {
+		v, err := strconv.Atoi(next)
+		if err != nil || v < 0 {
+			return nil, errValidation("fieldValidationFailed", "NextToken: not a token this endpoint gave")
 		}
+		from = v
+	}
+	ctls := cat.controls(panel)
+	for i := from; i < len(ctls); i++ {
 		if len(out.RoutingControls) == limit {
-			out.NextToken = out.RoutingControls[limit-1].RoutingControlName
+			out.NextToken = strconv.Itoa(i)
 			break
 		}
-		out.RoutingControls = append(out.RoutingControls, routingControl{ControlPanelArn: PanelARN(PanelName), ControlPanelName: PanelName,
-			RoutingControlArn: ControlARN(name), RoutingControlName: name, RoutingControlState: stateName(st.On(name))})
+		ctl := ctls[i]
+		out.RoutingControls = append(out.RoutingControls, routingControl{ControlPanelArn: PanelARN(ctl.panel), ControlPanelName: ctl.panel,
+			RoutingControlArn: ControlARNIn(ctl.panel, ctl.name), RoutingControlName: ctl.name, RoutingControlState: stateName(cat.st.On(ctl.name))})
 	}
 	return out, nil
 }
@@ -176,30 +174,30 @@ type entry struct{ RoutingControlArn, RoutingControlState string }
 // whole, with the named safety rules overridden (break-glass, audited).
 func (c *cluster) update(r *http.Request, key, op string, entries []entry, override []string) *apiError {
 	set := map[string]bool{}
-	var n *control.Node
+	var cat *catalog
 	for _, en := range entries {
-		node, name, e := c.control(en.RoutingControlArn)
+		c2, ctl, e := c.control(en.RoutingControlArn)
 		if e != nil {
 			return e
 		}
-		n = node
+		cat = c2
 		if en.RoutingControlState != "On" && en.RoutingControlState != "Off" {
 			return errValidation("fieldValidationFailed", fmt.Sprintf("RoutingControlState: '%s', expected On or Off", en.RoutingControlState))
 		}
-		if _, dup := set[name]; dup {
+		if _, dup := set[ctl.name]; dup {
 			return errValidation("fieldValidationFailed", "UpdateRoutingControlStateEntries: routing control "+en.RoutingControlArn+" is given twice")
 		}
-		set[name] = en.RoutingControlState == "On"
+		set[ctl.name] = en.RoutingControlState == "On"
 	}
 	var glass []string
-	rules := n.Policy().Rules
 	for _, arn := range override {
-		name, ok := nameOf(arn, "safetyrule")
-		if !ok || !slices.ContainsFunc(rules, func(r control.Rule) bool { return r.Name == name }) {
+		r, ok := cat.rule(arn)
+		if !ok {
 			return errNotFound("SafetyRule", arn)
 		}
-		glass = append(glass, name)
+		glass = append(glass, r.name())
 	}
+	n := cat.node
 	err := n.Change(r.Context(), control.Request{Token: key, Member: n.Name(), Reason: "route53-recovery-cluster " + op,
 		Set: set, BreakGlass: glass})
 	var ref *control.Refusal
@@ -208,7 +206,7 @@ func (c *cluster) update(r *http.Request, key, op string, entries []entry, overr
 		return nil
 	case errors.As(err, &ref) && ref.Rule != "":
 		return &apiError{status: http.StatusConflict, code: "ConflictException", msg: ref.Reason,
-			fields: map[string]any{"resourceId": RuleARN(ref.Rule), "resourceType": "SafetyRule"}}
+			fields: map[string]any{"resourceId": cat.ruleARN(ref.Rule), "resourceType": "SafetyRule"}}
 	case errors.As(err, &ref):
 		return errValidation("other", ref.Reason)
 	case errors.Is(err, control.ErrNoQuorum):

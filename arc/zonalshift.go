@@ -247,18 +247,29 @@ func decodeShift(body []byte, v any) *apiError {
 
 // page reads maxResults and nextToken (an offset) of a list call.
 func page(q url.Values) (limit, from int, e *apiError) {
-	limit = MaxShiftListResults
-	if s := q.Get("maxResults"); s != "" {
+	return readPage(q, "maxResults", "nextToken", MaxShiftListResults, func(field, msg string) *apiError {
+		if field == "nextToken" {
+			return errShiftValidation("InvalidToken", msg)
+		}
+		return errShiftValidation("MissingValue", msg)
+	})
+}
+
+// readPage reads a list call's page size (1 to max) and token (an offset this
+// endpoint gave) from the query keys of the API's spelling.
+func readPage(q url.Values, sizeKey, tokenKey string, max int, bad func(field, msg string) *apiError) (limit, from int, e *apiError) {
+	limit = max
+	if s := q.Get(sizeKey); s != "" {
 		v, err := strconv.Atoi(s)
-		if err != nil || v < 1 || v > MaxShiftListResults {
-			return 0, 0, errShiftValidation("MissingValue", fmt.Sprintf("maxResults '%s': expected 1 to %d", s, MaxShiftListResults))
+		if err != nil || v < 1 || v > max {
+			return 0, 0, bad(sizeKey, fmt.Sprintf("%s '%s': expected 1 to %d", sizeKey, s, max))
 		}
 		limit = v
 	}
-	if s := q.Get("nextToken"); s != "" {
+	if s := q.Get(tokenKey); s != "" {
 		v, err := strconv.Atoi(s)
 		if err != nil || v < 0 {
-			return 0, 0, errShiftValidation("InvalidToken", "nextToken '"+s+"': not a token this endpoint gave")
+			return 0, 0, bad(tokenKey, tokenKey+" '"+s+"': not a token this endpoint gave")
 		}
 		from = v
 	}
