@@ -117,8 +117,16 @@ func controlDoc(ctl rc) map[string]any {
 	return map[string]any{"ControlPanelArn": PanelARN(ctl.panel), "Name": ctl.name, "RoutingControlArn": ControlARNIn(ctl.panel, ctl.name), "Status": "DEPLOYED"}
 }
 
-// ruleDoc is a safety rule as ARC states it: {"ASSERTION": {...}} or {"GATING": {...}}.
-func ruleDoc(r rule) map[string]any {
+// ruleDoc is a safety rule as ListSafetyRules states it: {"ASSERTION": {...}}
+// or {"GATING": {...}}.
+func ruleDoc(r rule) map[string]any { return ruleAs(r, "ASSERTION", "GATING") }
+
+// ruleOut is a safety rule as the other calls answer it: {"AssertionRule": {...}}
+// or {"GatingRule": {...}}.
+func ruleOut(r rule) map[string]any { return ruleAs(r, "AssertionRule", "GatingRule") }
+
+// ruleAs states r under the key of its kind.
+func ruleAs(r rule, assertion, gating string) map[string]any {
 	a := r.arc
 	if a == nil { // a Corefile rule, stated as the ARC rule it is
 		a = corefileARCRule(r.core[0])
@@ -134,10 +142,10 @@ func ruleDoc(r rule) map[string]any {
 		"WaitPeriodMs": a.WaitMs, "RuleConfig": map[string]any{"Type": a.Type, "Threshold": a.Threshold, "Inverted": a.Inverted}}
 	if a.Kind == control.RuleGating {
 		doc["GatingControls"], doc["TargetControls"] = arns(a.Gating), arns(a.Targets)
-		return map[string]any{"GATING": doc}
+		return map[string]any{gating: doc}
 	}
 	doc["AssertedControls"] = arns(a.Asserted)
-	return map[string]any{"ASSERTION": doc}
+	return map[string]any{assertion: doc}
 }
 
 // corefileARCRule states a Corefile rule as ARC's: an assertion of at least Min
@@ -234,7 +242,7 @@ func (c *config) describeRule(arn string) (any, *apiError) {
 	if !ok {
 		return nil, errConfigNotFound("SafetyRule", arn)
 	}
-	return ruleDoc(r), nil
+	return ruleOut(r), nil
 }
 
 // validName checks a name as ARC's model states names: 1 to 64 characters, no
@@ -378,7 +386,7 @@ func (c *config) createRule(r *http.Request, key string, body []byte) (any, *api
 	if e := c.propose(r, key, "CreateSafetyRule", &control.ARCCommand{CreateRule: &ar}); e != nil {
 		return nil, e
 	}
-	return ruleDoc(rule{panel: p, arc: &ar}), nil
+	return ruleOut(rule{panel: p, arc: &ar}), nil
 }
 
 func (c *config) updateRule(r *http.Request, key string, body []byte) (any, *apiError) {
@@ -413,7 +421,7 @@ func (c *config) updateRule(r *http.Request, key string, body []byte) (any, *api
 		return nil, e
 	}
 	now, _ := load(c.be).rule(up.SafetyRuleArn)
-	return ruleDoc(now), nil
+	return ruleOut(now), nil
 }
 
 func (c *config) deleteRule(r *http.Request, key, arn string) (any, *apiError) {

@@ -110,7 +110,7 @@ func TestConfigValidatesRulesAsARC(t *testing.T) {
 		}
 	}
 	var up map[string]map[string]any
-	if st, doc := e.config("PUT", "/safetyrule", map[string]any{"AssertionRuleUpdate": map[string]any{"Name": "r", "SafetyRuleArn": RuleARNIn("p", "r"), "WaitPeriodMs": 5000}}, &up); st != 200 || up["ASSERTION"]["WaitPeriodMs"] != 5000.0 {
+	if st, doc := e.config("PUT", "/safetyrule", map[string]any{"AssertionRuleUpdate": map[string]any{"Name": "r", "SafetyRuleArn": RuleARNIn("p", "r"), "WaitPeriodMs": 5000}}, &up); st != 200 || up["AssertionRule"]["WaitPeriodMs"] != 5000.0 {
 		t.Errorf("UpdateSafetyRule WaitPeriodMs 5000: %d %v %v", st, doc, up)
 	}
 }
