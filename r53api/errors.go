@@ -92,6 +92,9 @@ func signedService(r *http.Request) string {
 		return "route53"
 	case strings.HasPrefix(r.URL.Path, "/zonalshifts"), strings.HasPrefix(r.URL.Path, "/managedresources"):
 		return "arc-zonal-shift"
+	case strings.HasPrefix(r.URL.Path, "/controlpanel"), strings.HasPrefix(r.URL.Path, "/routingcontrol"),
+		strings.HasPrefix(r.URL.Path, "/safetyrule"), strings.HasPrefix(r.URL.Path, "/cluster"):
+		return "route53-recovery-control-config"
 	}
 	return "route53"
 }
