@@ -56,7 +56,8 @@ func (r *resolver) explain(t *table, n *node, q *query, chosen int32) {
 		case policyAZAffinity:
 			applies = azRank(mn, azLoc) >= 0
 		}
-		c.Healthy = r.memberOK(t, n, int32(i), q)
+		shifted := n.set.Policy == policyAZAffinity && shiftedAway(n, mn)
+		c.Healthy = r.memberOK(t, n, int32(i), q) && !shifted
 		anyOK = anyOK || (c.Healthy && applies)
 		applicable = applicable || applies
 		c.Chosen = int32(i) == chosen || (chosen < 0 && st.mode == pickSet && slices.Contains(st.cands, int32(i)) && c.Healthy)
@@ -65,6 +66,8 @@ func (r *resolver) explain(t *table, n *node, q *query, chosen int32) {
 			c.Reason = "does not apply: the query's location is not in " + c.Key
 		case !applies:
 			c.Reason = "does not apply to this client"
+		case shifted:
+			c.Reason = "a zonal shift moves answers away from " + c.Key + " until it ends"
 		case !st.ok[i] && mn.m.Check != nil:
 			c.Reason = fmt.Sprintf("check %s is unhealthy", mn.m.Check.Name)
 		case !c.Healthy:
