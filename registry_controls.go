@@ -4,10 +4,12 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/healthroute/healthroute/control"
 	"github.com/healthroute/healthroute/health"
 	"github.com/healthroute/healthroute/operator"
+	"github.com/healthroute/healthroute/routing"
 )
 
 // acquireControls opens the replicated control state for a block with routing
@@ -101,8 +103,21 @@ func (r *registry) refreshControlsLocked() {
 // raft node applies: the operator's view of the controls, and
 // the API's blocks rebuilt when the API's generation changed.
 func (r *registry) replicated(st *control.State) {
+	setZonalShifts(st)
 	r.op.SetReplicated(st)
 	if st.API != nil {
 		r.api.wake()
 	}
+}
+
+// setZonalShifts hands the engine the replicated state's zonal shifts that are
+// not cancelled.
+func setZonalShifts(st *control.State) {
+	m := map[routing.ShiftKey]time.Time{}
+	for _, z := range st.Shifts {
+		if !z.Canceled {
+			m[routing.ShiftKey{Name: z.Resource, AZ: z.AwayFrom}] = z.Expiry
+		}
+	}
+	routing.SetZonalShifts(m)
 }

@@ -3,12 +3,15 @@ package healthroute
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/healthroute/healthroute/arc"
 	"github.com/healthroute/healthroute/control"
 	"github.com/healthroute/healthroute/r53api"
+	"github.com/healthroute/healthroute/routing"
 )
 
 // apiRegistry holds the Route 53-compatible API's listeners (by address, kept
@@ -89,7 +92,8 @@ func (r *registry) startRoute53API(cfg *blockConfig) error {
 	}
 	l := api.listeners[a.Addr]
 	if l == nil {
-		srv, err := r53api.Start(a.Addr, a.KeyFile, a.Limits, r53api.Backend{Node: r.controlNode, Zones: api.zones, Status: r.checkStatus})
+		srv, err := r53api.Start(a.Addr, a.KeyFile, a.Limits, r53api.Backend{Node: r.controlNode, Zones: api.zones, Status: r.checkStatus,
+			Services: arc.Services(arc.Backend{Node: r.controlNode, Resources: r.azResources})})
 		if err != nil {
 			return a.at.errorf("route53_api %s: %v", a.Addr, err)
 		}
@@ -238,4 +242,30 @@ func (r *registry) checkStatus(id string) []r53api.Observation {
 		}
 	}
 	return nil
+}
+
+// azResources returns zonal shift's managed resources: the running blocks'
+// azaffinity record sets with az members, by name.
+func (r *registry) azResources() []arc.Resource {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	azs := map[string][]string{}
+	for cfg := range r.cfgs {
+		for _, rs := range cfg.Records {
+			if rs.Policy != routing.PolicyAZAffinity {
+				continue
+			}
+			for _, m := range rs.Members {
+				if m.AZLevel == routing.AZZone && !slices.Contains(azs[rs.Name], m.AZID) {
+					azs[rs.Name] = append(azs[rs.Name], m.AZID)
+				}
+			}
+		}
+	}
+	var out []arc.Resource
+	for _, name := range slices.Sorted(maps.Keys(azs)) {
+		slices.Sort(azs[name])
+		out = append(out, arc.Resource{Name: name, AZs: azs[name]})
+	}
+	return out
 }

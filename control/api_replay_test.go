@@ -16,7 +16,7 @@ func signedTags(digest string, signed time.Time, now time.Time) *Command {
 func refusalCode(err error) string {
 	var ref *Refusal
 	if errors.As(err, &ref) {
-		return ref.Code
+		return ref.Code + ref.Rule // a safety rule's refusal has no code but the rule's name
 	}
 	return ""
 }

@@ -59,6 +59,8 @@ type Request struct {
 	BreakGlass []string          `json:"break_glass,omitempty"`
 	Read       bool              `json:"read,omitempty"`
 	API        *APICommand       `json:"api,omitempty"`
+	Shift      *ShiftCommand     `json:"shift,omitempty"`
+	ARC        *ARCCommand       `json:"arc,omitempty"`
 }
 
 // reply is the leader's answer to a forwarded request.
@@ -356,6 +358,10 @@ func (n *Node) SetPolicy(p Policy) {
 	observe(n, n.fsm.state())
 }
 
+// Policy returns the rules, controls and checks this member stamps into the
+// changes it leads: its configuration's, as SetPolicy last gave them.
+func (n *Node) Policy() Policy { return *n.policy.Load() }
+
 // State returns a copy of the state as this member last applied it: local, never
 // waiting for the network.
 func (n *Node) State() *State { return n.fsm.state() }
@@ -518,7 +524,7 @@ func (n *Node) lead(req Request) reply {
 	}
 	p := n.policy.Load()
 	cmd := Command{Time: time.Now().UTC(), Token: req.Token, Member: req.Member, Reason: req.Reason, Set: req.Set,
-		Override: req.Override, BreakGlass: req.BreakGlass, Rules: p.Rules, Controls: p.Controls, Checks: p.Checks, API: req.API}
+		Override: req.Override, BreakGlass: req.BreakGlass, Rules: p.Rules, Controls: p.Controls, Checks: p.Checks, API: req.API, Shift: req.Shift, ARC: req.ARC}
 	b, err := json.Marshal(cmd)
 	if err != nil {
 		return reply{Err: err.Error()}

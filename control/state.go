@@ -34,6 +34,8 @@ type Command struct {
 	Controls   []string          `json:"controls"`              // the controls the leader's configuration defines
 	Checks     []string          `json:"checks,omitempty"`      // the checks it may override
 	API        *APICommand       `json:"api,omitempty"`         // a Route 53 API call; then Set and Override are empty
+	Shift      *ShiftCommand     `json:"shift,omitempty"`       // a zonal shift started, updated or cancelled; then Set and Override are empty
+	ARC        *ARCCommand       `json:"arc,omitempty"`         // ARC's configuration changed; then Set and Override are empty
 }
 
 // Entry is one audit record: a change applied or refused.
@@ -60,7 +62,9 @@ type State struct {
 	Changed   map[string]time.Time `json:"changed"`
 	Overrides map[string]bool      `json:"overrides"`
 	Audit     []Entry              `json:"audit"`
-	API       *APIState            `json:"api,omitempty"` // what the Route 53-compatible API manages
+	API       *APIState            `json:"api,omitempty"`          // what the Route 53-compatible API manages
+	Shifts    []ZonalShift         `json:"zonal_shifts,omitempty"` // zonal shifts, newest last; replaced whole, never changed in place
+	ARC       *ARCConfig           `json:"arc,omitempty"`          // what ARC's configuration API created; replaced whole, never changed in place
 }
 
 // NewState returns the empty state: every control on, no overrides.
@@ -112,6 +116,19 @@ func (s *State) Apply(index uint64, cmd *Command) error {
 	s.Seq++
 	e := Entry{Seq: s.Seq, Time: cmd.Time, Token: cmd.Token, Member: cmd.Member, Reason: cmd.Reason,
 		Set: cmd.Set, Override: cmd.Override}
+	if cmd.Shift != nil || cmd.ARC != nil { // audited like a control change
+		var err error
+		if cmd.Shift != nil {
+			err = s.applyShift(cmd)
+		} else {
+			err = s.applyARC(cmd)
+		}
+		if err != nil {
+			e.Refused = err.Error()
+		}
+		s.audit(e)
+		return err
+	}
 	bypassed, ref := s.decide(cmd)
 	if ref != nil {
 		e.Refused, e.Rule = ref.Reason, ref.Rule
@@ -132,21 +149,28 @@ func (s *State) Apply(index uint64, cmd *Command) error {
 			}
 		}
 	}
-	s.Audit = append(s.Audit, e)
-	if n := len(s.Audit) - MaxAudit; n > 0 {
-		s.Audit = slices.Delete(s.Audit, 0, n)
-	}
+	s.audit(e)
 	if ref != nil {
 		return ref
 	}
 	return nil
 }
 
+// audit appends e to the audit history, keeping the newest MaxAudit.
+func (s *State) audit(e Entry) {
+	s.Audit = append(s.Audit, e)
+	if n := len(s.Audit) - MaxAudit; n > 0 {
+		s.Audit = slices.Delete(s.Audit, 0, n)
+	}
+}
+
 // decide returns the refusal of cmd, nil when it may apply, and the break-glass
 // rules it bypassed that it would have broken.
 func (s *State) decide(cmd *Command) (bypassed []string, ref *Refusal) {
+	controls := append(slices.Clone(cmd.Controls), s.ARCControls()...)
+	rules := append(slices.Clone(cmd.Rules), s.arcRules()...)
 	for _, c := range slices.Sorted(maps.Keys(cmd.Set)) {
-		if !slices.Contains(cmd.Controls, c) {
+		if !slices.Contains(controls, c) {
 			return nil, &Refusal{Reason: fmt.Sprintf("unknown control '%s'", c)}
 		}
 	}
@@ -162,7 +186,7 @@ func (s *State) decide(cmd *Command) (bypassed []string, ref *Refusal) {
 		}
 	}
 	for _, b := range cmd.BreakGlass {
-		if !slices.ContainsFunc(cmd.Rules, func(r Rule) bool { return r.Name == b }) {
+		if !slices.ContainsFunc(rules, func(r Rule) bool { return r.Name == b }) {
 			return nil, &Refusal{Reason: fmt.Sprintf("break_glass: unknown rule '%s'", b)}
 		}
 	}
@@ -173,7 +197,7 @@ func (s *State) decide(cmd *Command) (bypassed []string, ref *Refusal) {
 		return s.On(c)
 	}
 	changes := func(c string) bool { _, ok := cmd.Set[c]; return ok && after(c) != s.On(c) }
-	for _, r := range cmd.Rules {
+	for _, r := range rules {
 		why := s.breaks(r, cmd, after, changes)
 		if why == "" {
 			continue

@@ -3,8 +3,10 @@ package r53api
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"encoding/xml"
 	"net/http"
+	"slices"
 	"strings"
 )
 
@@ -74,6 +76,62 @@ func (e *apiError) write(w http.ResponseWriter) {
 		typ = "Receiver"
 	}
 	writeXML(w, e.status, errorResponse{Xmlns: Namespace, Error: errorBody{Type: typ, Code: e.code, Message: e.message}, RequestId: id})
+}
+
+// signedService is the service r's credential scope names when it is one of
+// OtherServices (or, unsigned, the one its X-Amz-Target or path belongs to), else
+// "route53": it picks the shape errors are answered in before r is verified.
+func signedService(r *http.Request) string {
+	if a, e := parseAuth(r.Header.Get("Authorization")); e == nil && slices.Contains(OtherServices, a.service) {
+		return a.service
+	}
+	switch {
+	case strings.HasPrefix(r.Header.Get("X-Amz-Target"), "ToggleCustomerAPI."):
+		return "route53-recovery-cluster"
+	case strings.HasPrefix(r.URL.Path, "/2013-04-01/"):
+		return "route53"
+	case strings.HasPrefix(r.URL.Path, "/zonalshifts"), strings.HasPrefix(r.URL.Path, "/managedresources"):
+		return "arc-zonal-shift"
+	case strings.HasPrefix(r.URL.Path, "/controlpanel"), strings.HasPrefix(r.URL.Path, "/routingcontrol"),
+		strings.HasPrefix(r.URL.Path, "/safetyrule"), strings.HasPrefix(r.URL.Path, "/cluster"):
+		return "route53-recovery-control-config"
+	}
+	return "route53"
+}
+
+// jsonCodes are the codes of the JSON services for the listener's own errors.
+var jsonCodes = map[string]string{
+	"MissingAuthenticationToken": "MissingAuthenticationTokenException",
+	"InvalidClientTokenId":       "UnrecognizedClientException",
+	"SignatureDoesNotMatch":      "InvalidSignatureException",
+	"IncompleteSignature":        "IncompleteSignatureException",
+	"AccessDenied":               "AccessDeniedException",
+	"Throttling":                 "ThrottlingException",
+	"InvalidInput":               "ValidationException",
+	"UnknownOperation":           "UnknownOperationException",
+}
+
+// answer answers e in the shape of service svc: Route 53's XML, or the JSON of
+// ARC's services (AWS JSON and REST-JSON both read the code from the body's
+// __type and the X-Amzn-ErrorType header).
+func (e *apiError) answer(w http.ResponseWriter, svc string) {
+	if svc == "route53" {
+		e.write(w)
+		return
+	}
+	code := e.code
+	if c, ok := jsonCodes[code]; ok {
+		code = c
+	}
+	if e.code == "Throttling" {
+		e.status = http.StatusTooManyRequests
+	}
+	b, _ := json.Marshal(map[string]string{"__type": code, "message": e.message})
+	w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+	w.Header().Set("X-Amzn-ErrorType", code)
+	w.Header().Set("X-Amzn-Requestid", requestID())
+	w.WriteHeader(e.status)
+	w.Write(b)
 }
 
 // writeXML answers status with doc.

@@ -88,6 +88,15 @@ type Backend struct {
 	Node   func() *control.Node
 	Zones  func() []Zone
 	Status func(checkID string) []Observation // nil: no observations
+	// Services serve the requests signed for another service of OtherServices, by
+	// its signing name, once authenticated and paced; nil or missing: refused.
+	Services map[string]AuthedHandler
+}
+
+// AuthedHandler serves an authenticated request of another service: body is the
+// request's whole body, key the access key that signed it.
+type AuthedHandler interface {
+	ServeAuthed(w http.ResponseWriter, r *http.Request, body []byte, key string)
 }
 
 // Server is one listener of the API.
@@ -159,27 +168,39 @@ const BodyTimeout = 10 * time.Second
 // request sent again (as SDKs do, within the same second and so with the same
 // signature) is decided afresh.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	svc := signedService(r)
 	http.NewResponseController(w).SetReadDeadline(time.Now().Add(min(BodyTimeout, s.lim.Timeout)))
 	body, err := io.ReadAll(io.LimitReader(r.Body, s.lim.MaxBody+1))
 	if err != nil {
 		w.Header().Set("Connection", "close")
-		errInput("reading the request body: " + err.Error()).write(w)
+		errInput("reading the request body: "+err.Error()).answer(w, svc)
 		return
 	}
 	if int64(len(body)) > s.lim.MaxBody {
 		w.Header().Set("Connection", "close")
-		newErr(http.StatusRequestEntityTooLarge, "InvalidInput", "The request body is larger than the limit of this endpoint ("+strconv.FormatInt(s.lim.MaxBody, 10)+" bytes)").write(w)
+		newErr(http.StatusRequestEntityTooLarge, "InvalidInput", "The request body is larger than the limit of this endpoint ("+strconv.FormatInt(s.lim.MaxBody, 10)+" bytes)").answer(w, svc)
 		return
 	}
 	key, signed, e := s.verify.verify(r, body)
 	if e != nil {
-		e.write(w)
+		e.answer(w, svc)
 		return
 	}
 	defer connlimit.Busy(r.Context())()
 	if !s.pace(key).Allow() {
 		s.throttled.Add(1)
-		newErr(http.StatusBadRequest, "Throttling", "Rate exceeded").write(w)
+		newErr(http.StatusBadRequest, "Throttling", "Rate exceeded").answer(w, svc)
+		return
+	}
+	if svc != "route53" {
+		h := s.be.Services[svc]
+		if h == nil {
+			newErr(http.StatusBadRequest, "UnknownOperation", "this endpoint does not serve "+svc+": it needs routing controls (a controls block)").answer(w, svc)
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), s.lim.Timeout)
+		defer cancel()
+		h.ServeAuthed(w, r.WithContext(ctx), body, key)
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))

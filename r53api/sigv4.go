@@ -20,6 +20,10 @@ const MaxSkew = 5 * time.Minute
 
 const sigAlgorithm = "AWS4-HMAC-SHA256"
 
+// OtherServices are the signing names besides route53 that a listener
+// authenticates and hands to Backend.Services: Route 53 ARC's APIs.
+var OtherServices = []string{"route53-recovery-cluster", "route53-recovery-control-config", "arc-zonal-shift"}
+
 // verifier checks AWS Signature Version 4 on requests, against the keys of a
 // keyring. Whether a request was seen before is the replicated state's to say,
 // and only for requests that ask for a change (replay.go).
@@ -83,7 +87,7 @@ func (v *verifier) verify(r *http.Request, body []byte) (string, *control.APIReq
 	if e != nil {
 		return "", nil, e
 	}
-	if a.service != "route53" {
+	if a.service != "route53" && !slices.Contains(OtherServices, a.service) {
 		return "", nil, errSignature(fmt.Sprintf("Credential should be scoped to correct service: 'route53', got '%s'", a.service))
 	}
 	secret, ok := v.keys.secret(a.keyID)

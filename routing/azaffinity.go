@@ -2,6 +2,8 @@ package routing
 
 import (
 	"fmt"
+	"sync/atomic"
+	"time"
 )
 
 // AZ-affinity routing (docs/az-affinity.md): members each for a location, from the
@@ -120,6 +122,41 @@ func azRank(mn *MemberNode, loc *AZChain) int {
 	return int(m.AZLevel - AZZone)
 }
 
+// ShiftKey names what a zonal shift moves answers away from: a record set's
+// name and one AZ ID of its members.
+type ShiftKey struct{ Name, AZ string }
+
+// zonalShifts are the active zonal shifts of the replicated state, with their
+// expiry; nil: none. While one is active, its AZ's members answer as unhealthy
+// (docs/arc-api.md#zonal-shift).
+var zonalShifts atomic.Pointer[map[ShiftKey]time.Time]
+
+// SetZonalShifts replaces the process's zonal shifts: each key until its expiry.
+func SetZonalShifts(m map[ShiftKey]time.Time) {
+	if len(m) == 0 {
+		zonalShifts.Store(nil)
+		return
+	}
+	zonalShifts.Store(&m)
+}
+
+// shiftedAway reports whether an active zonal shift moves answers away from
+// member mn of n's AZ.
+func shiftedAway(n *Node, mn *MemberNode) bool {
+	m := zonalShifts.Load()
+	if m == nil || mn.Member.AZLevel != AZZone {
+		return false
+	}
+	exp, ok := (*m)[ShiftKey{n.Set.Name, mn.Member.AZID}]
+	return ok && time.Now().Before(exp)
+}
+
+// azOK reports whether member i of azaffinity node n is healthy for q and not
+// shifted away from.
+func (r *Resolver) azOK(t *Table, n *Node, i int32, q *Query) bool {
+	return r.memberOK(t, n, i, q) && !shiftedAway(n, &n.Members[i])
+}
+
 // pickAZ picks in an azaffinity node for q: the most specific healthy member that
 // applies to the query's location; when none is healthy, the most specific one that
 // applies; -1 when none applies (NODATA).
@@ -135,7 +172,7 @@ func (r *Resolver) pickAZ(t *Table, n *Node, q *Query) int32 {
 		if best < 0 || k < key {
 			best, key = int32(i), k
 		}
-		if (bestOK < 0 || k < keyOK) && r.memberOK(t, n, int32(i), q) {
+		if (bestOK < 0 || k < keyOK) && r.azOK(t, n, int32(i), q) {
 			bestOK, keyOK = int32(i), k
 		}
 	}
@@ -150,7 +187,7 @@ func (r *Resolver) pickAZ(t *Table, n *Node, q *Query) int32 {
 func (r *Resolver) azHealthy(t *Table, n *Node, q *Query) bool {
 	loc, _ := r.azLocation(q)
 	for i := range n.Members {
-		if azRank(&n.Members[i], loc) >= 0 && r.memberOK(t, n, int32(i), q) {
+		if azRank(&n.Members[i], loc) >= 0 && r.azOK(t, n, int32(i), q) {
 			return true
 		}
 	}

@@ -56,7 +56,8 @@ func (r *Resolver) explain(t *Table, n *Node, q *Query, chosen int32) {
 		case PolicyAZAffinity:
 			applies = azRank(mn, azLoc) >= 0
 		}
-		c.Healthy = r.memberOK(t, n, int32(i), q)
+		shifted := n.Set.Policy == PolicyAZAffinity && shiftedAway(n, mn)
+		c.Healthy = r.memberOK(t, n, int32(i), q) && !shifted
 		anyOK = anyOK || (c.Healthy && applies)
 		applicable = applicable || applies
 		c.Chosen = int32(i) == chosen || (chosen < 0 && st.mode == pickSet && slices.Contains(st.Cands, int32(i)) && c.Healthy)
@@ -65,6 +66,8 @@ func (r *Resolver) explain(t *Table, n *Node, q *Query, chosen int32) {
 			c.Reason = "does not apply: the query's location is not in " + c.Key
 		case !applies:
 			c.Reason = "does not apply to this client"
+		case shifted:
+			c.Reason = "a zonal shift moves answers away from " + c.Key + " until it ends"
 		case !st.OK[i] && mn.Member.Check != nil:
 			c.Reason = fmt.Sprintf("check %s is unhealthy", mn.Member.Check.Name)
 		case !c.Healthy:

@@ -32,6 +32,7 @@ type r53Fleet struct {
 	ports              []int    // DNS, of the running members
 	apis               []string // Route 53 API addresses, of the running members
 	srvs               []*coretest.Server
+	rules, extra       string // lines added to the controls block, and to the healthroute block
 }
 
 func newR53Fleet(t *testing.T) *r53Fleet {
@@ -87,9 +88,11 @@ func (f *r53Fleet) corefiles(t *testing.T) []string {
 			bind 127.0.0.1:%d
 			data_dir %s
 			voters %s
+			%s
 		}
+		%s
 	}
-}`, f.ports[i], f.apis[i], f.keys, gossip[i], strings.Join(join, " "), 'a'+i, f.keyFile, f.ctl[i], filepath.Join(f.dir, fmt.Sprintf("state-%d", i)), strings.Join(voters, " ")))
+}`, f.ports[i], f.apis[i], f.keys, gossip[i], strings.Join(join, " "), 'a'+i, f.keyFile, f.ctl[i], filepath.Join(f.dir, fmt.Sprintf("state-%d", i)), strings.Join(voters, " "), f.rules, f.extra))
 	}
 	return out
 }
