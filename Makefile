@@ -17,17 +17,19 @@ run: build
 	@echo "make run: serving Corefile.example on 127.0.0.1:1053 (status page http://127.0.0.1:8053/); Ctrl-C stops it"
 	@./scripts/serve ./coredns -conf Corefile.example
 
+# Every step that can be silent for long runs under scripts/progress: a line every 30 s
+# while it runs, and for builds a count of the packages compiled (go build -v).
 build:
-	@echo "make: building CoreDNS with healthroute into ./coredns (the first build downloads CoreDNS's modules and compiles them: a minute or two)"
-	$(GO) build -o coredns ./cmd/coredns
+	@echo "make: building CoreDNS (every plugin of its plugin.cfg) with healthroute into ./coredns; the first build downloads CoreDNS's modules and compiles about 800 packages (minutes on two cores), counted as it goes"
+	@./scripts/progress -packages "make build" $(GO) build -v -o coredns ./cmd/coredns
 
 deps:
 	./scripts/test-deps
 
 test: deps
-	$(GO) vet ./...
+	./scripts/progress "go vet ./..." $(GO) vet ./...
 	GO=$(GO) ./scripts/test
-	GO=$(GO) ./scripts/fuzz $(FUZZTIME_SHORT)
+	GO=$(GO) ./scripts/progress "fuzz" ./scripts/fuzz $(FUZZTIME_SHORT)
 
 fuzz:
 	GO=$(GO) ./scripts/fuzz $(FUZZTIME)

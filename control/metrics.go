@@ -7,7 +7,6 @@ import (
 	"github.com/coredns/coredns/plugin"
 	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
 )
 
 // current is the process's running node, for the raft gauges.
@@ -18,26 +17,42 @@ func opts(name, help string) prometheus.GaugeOpts {
 }
 
 func statusGauge(name, help string, f func(Status) float64) prometheus.GaugeFunc {
-	return promauto.NewGaugeFunc(opts(name, help), func() float64 {
+	return whileRunning(prometheus.NewGaugeFunc(opts(name, help), func() float64 {
 		if n := current.Load(); n != nil {
 			return f(n.Status())
 		}
 		return 0
-	})
+	}))
+}
+
+// whileRunning registers c so that its series are exported only while a control
+// node runs in the process: a server without controls has no control_* series (a
+// can_change of 0 there would page as a lost quorum).
+func whileRunning[C prometheus.Collector](c C) C {
+	prometheus.MustRegister(runningOnly{c})
+	return c
+}
+
+type runningOnly struct{ prometheus.Collector }
+
+func (r runningOnly) Collect(ch chan<- prometheus.Metric) {
+	if current.Load() != nil {
+		r.Collector.Collect(ch)
+	}
 }
 
 var (
-	controlOn = promauto.NewGaugeVec(opts("control_on",
-		"Whether a routing control is on (1) or off (0) in the state this member last applied."), []string{"control"})
-	changesTotal = promauto.NewCounter(prometheus.CounterOpts{Namespace: plugin.Namespace, Subsystem: "healthroute",
-		Name: "control_changes_total", Help: "Changes of controls and overrides made through this member's API."})
-	refusalsTotal = promauto.NewCounterVec(prometheus.CounterOpts{Namespace: plugin.Namespace, Subsystem: "healthroute",
+	controlOn = whileRunning(prometheus.NewGaugeVec(opts("control_on",
+		"Whether a routing control is on (1) or off (0) in the state this member last applied."), []string{"control"}))
+	changesTotal = whileRunning(prometheus.NewCounter(prometheus.CounterOpts{Namespace: plugin.Namespace, Subsystem: "healthroute",
+		Name: "control_changes_total", Help: "Changes of controls and overrides made through this member's API."}))
+	refusalsTotal = whileRunning(prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: plugin.Namespace, Subsystem: "healthroute",
 		Name: "control_refusals_total", Help: "Changes through this member's API refused, by reason: the rule's name, no_quorum, or invalid (unknown control, check or rule)."},
-		[]string{"reason"})
-	stateWriteFailures = promauto.NewCounter(prometheus.CounterOpts{Namespace: plugin.Namespace, Subsystem: "healthroute",
-		Name: "control_state_write_failures_total", Help: "Writes of the control state file (state.json) or of the index applied that failed."})
-	handshakeRefused = promauto.NewCounter(prometheus.CounterOpts{Namespace: plugin.Namespace, Subsystem: "healthroute",
-		Name: "control_connections_refused_total", Help: "Connections to the control port closed because they did not prove the fleet key."})
+		[]string{"reason"}))
+	stateWriteFailures = whileRunning(prometheus.NewCounter(prometheus.CounterOpts{Namespace: plugin.Namespace, Subsystem: "healthroute",
+		Name: "control_state_write_failures_total", Help: "Writes of the control state file (state.json) or of the index applied that failed."}))
+	handshakeRefused = whileRunning(prometheus.NewCounter(prometheus.CounterOpts{Namespace: plugin.Namespace, Subsystem: "healthroute",
+		Name: "control_connections_refused_total", Help: "Connections to the control port closed because they did not prove the fleet key."}))
 	_ = statusGauge("control_raft_leader", "Whether this member is the raft leader (1) or not (0).",
 		func(s Status) float64 { return b2f(s.State == raft.Leader.String()) })
 	_ = statusGauge("control_raft_term", "This member's raft term.", func(s Status) float64 { return float64(s.Term) })

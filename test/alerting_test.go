@@ -122,39 +122,50 @@ func TestAlertsAndDashboardOnRealPrometheus(t *testing.T) {
 func startAlertingStack(t *testing.T, mport int) (prom, am string, logs func() string) {
 	t.Helper()
 	dir := t.TempDir()
-	amPort, promPort := coretest.FreePort(t), coretest.FreePort(t)
+	amPort := coretest.FreePort(t)
 	am = fmt.Sprintf("http://127.0.0.1:%d", amPort)
-	prom = fmt.Sprintf("http://127.0.0.1:%d", promPort)
 	writeConf(t, filepath.Join(dir, "alertmanager.yml"), "route:\n  receiver: nobody\n  group_wait: 1s\nreceivers:\n  - name: nobody\n")
 	amProc := startDaemon(t, dir, am+"/-/ready", "prometheus-alertmanager",
 		"--config.file=alertmanager.yml", "--storage.path="+filepath.Join(dir, "am"),
 		fmt.Sprintf("--web.listen-address=127.0.0.1:%d", amPort),
 		"--cluster.listen-address=") // no cluster listener (it would bind every address)
 
+	var promProc *zonesProc
+	prom, promProc = startPrometheus(t, dir, mport, alertFor, fmt.Sprintf(`
+alerting:
+  alertmanagers:
+    - api_version: v2
+      static_configs: [{targets: ["127.0.0.1:%d"]}]`, amPort))
+	return prom, am, func() string {
+		return "prometheus:\n" + outputTail(promProc.output()) + "\nalertmanager:\n" + outputTail(amProc.output())
+	}
+}
+
+// startPrometheus starts Prometheus in dir scraping the metrics on 127.0.0.1:mport
+// every alertScrape with the repository's rules, every `for` set to forDur, and
+// extra appended to its configuration; it returns its base URL and process.
+func startPrometheus(t *testing.T, dir string, mport int, forDur time.Duration, extra string) (string, *zonesProc) {
+	t.Helper()
+	promPort := coretest.FreePort(t)
+	prom := fmt.Sprintf("http://127.0.0.1:%d", promPort)
 	rules, err := os.ReadFile("../deploy/prometheus/healthroute.rules.yml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	short := regexp.MustCompile(`(?m)^(\s+for:) .*$`).ReplaceAll(rules, []byte("${1} "+alertFor.String()))
+	short := regexp.MustCompile(`(?m)^(\s+for:) .*$`).ReplaceAll(rules, []byte("${1} "+forDur.String()))
 	writeConf(t, filepath.Join(dir, "rules.yml"), string(short))
 	writeConf(t, filepath.Join(dir, "prometheus.yml"), fmt.Sprintf(`global:
   scrape_interval: %s
   evaluation_interval: %s
 rule_files: [rules.yml]
-alerting:
-  alertmanagers:
-    - api_version: v2
-      static_configs: [{targets: ["127.0.0.1:%d"]}]
 scrape_configs:
   - job_name: coredns
     static_configs: [{targets: ["127.0.0.1:%d"]}]
-`, alertScrape, alertEvaluate, amPort, mport))
-	promProc := startDaemon(t, dir, prom+"/-/ready", "prometheus",
+`, alertScrape, alertEvaluate, mport)+extra+"\n")
+	proc := startDaemon(t, dir, prom+"/-/ready", "prometheus",
 		"--config.file=prometheus.yml", "--storage.tsdb.path="+filepath.Join(dir, "data"),
 		fmt.Sprintf("--web.listen-address=127.0.0.1:%d", promPort))
-	return prom, am, func() string {
-		return "prometheus:\n" + outputTail(promProc.output()) + "\nalertmanager:\n" + outputTail(amProc.output())
-	}
+	return prom, proc
 }
 
 // dashboardQueriesAnswer runs every query of the repository's Grafana dashboard

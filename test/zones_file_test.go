@@ -296,17 +296,12 @@ func TestZonesCorefileExample(t *testing.T) {
 // TestZonesNextToForwardAndRewrite: with fallthrough, what the block does not define
 // reaches forward; rewrite runs before healthroute, which answers the rewritten name.
 func TestZonesNextToForwardAndRewrite(t *testing.T) {
-	upstream := &dns.Server{Addr: "127.0.0.1:0", Net: "udp", Handler: dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
+	upstream := startUpstream(t, func(w dns.ResponseWriter, r *dns.Msg) {
 		m := new(dns.Msg)
 		m.SetReply(r)
 		m.Answer = []dns.RR{&dns.TXT{Hdr: dns.RR_Header{Name: r.Question[0].Name, Rrtype: dns.TypeTXT, Class: dns.ClassINET, Ttl: 5}, Txt: []string{"forwarded"}}}
 		w.WriteMsg(m)
-	})}
-	started := make(chan struct{})
-	upstream.NotifyStartedFunc = func() { close(started) }
-	go upstream.ListenAndServe()
-	<-started
-	t.Cleanup(func() { upstream.Shutdown() })
+	})
 
 	port := coretest.FreePort(t)
 	s := coretest.Start(t, fmt.Sprintf(`example.org:%d {
@@ -319,7 +314,7 @@ func TestZonesNextToForwardAndRewrite(t *testing.T) {
 		}
 	}
 	forward . %s
-}`, port, upstream.PacketConn.LocalAddr()), port, "www.example.org")
+}`, port, upstream), port, "www.example.org")
 	if m := zonesAsk(t, s.Addr, "nope.example.org.", dns.TypeTXT, ""); len(m.Answer) != 1 || !strings.Contains(m.Answer[0].String(), "forwarded") {
 		t.Errorf("a name the block does not define: %v, want the forwarded answer", m.Answer)
 	}

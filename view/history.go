@@ -8,7 +8,7 @@ type History struct {
 	Check   string   `json:"check"`
 	Changes []Change `json:"changes"`
 	// Dropped counts older changes no longer kept (the log keeps the latest ones).
-	Dropped uint64   `json:"dropped_changes,omitempty"`
+	Dropped uint64   `json:"dropped_changes"`
 	Minutes []Minute `json:"minutes"`
 }
 
