@@ -2,6 +2,7 @@ package control
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -147,5 +148,29 @@ func TestMemberStartedAloneServesItsLog(t *testing.T) {
 				t.Fatalf("the first state served: %+v, want east on, west off, 2 audit entries", first)
 			}
 		})
+	}
+}
+
+// A state.json naming an entry at a term this member's log does not hold (a file
+// of another history) is not trusted: the state is rebuilt from the log.
+func TestStateFileOfAnotherHistoryIsRebuiltFromTheLog(t *testing.T) {
+	cfg := Config{Name: "solo", Bind: freeAddr(t), Dir: t.TempDir()}
+	n := openNode(t, cfg)
+	change(t, n, Request{Token: "ops", Set: map[string]bool{"east": false}})
+	n.Close()
+	path := filepath.Join(cfg.Dir, stateFile)
+	st, err := LoadState(cfg.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Term += 7 // another history's entry at the same index
+	st.Controls["west"] = false
+	b, _ := json.Marshal(st)
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n = openNode(t, cfg)
+	if st := n.State(); st.On("east") || !st.On("west") || len(st.Audit) != 1 {
+		t.Fatalf("east on=%t west on=%t, %d audit entries; want the log's state: off, on, 1", st.On("east"), st.On("west"), len(st.Audit))
 	}
 }
