@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // change applies req through n, retrying (for up to 10 s) a change refused before
@@ -172,5 +174,42 @@ func TestStateFileOfAnotherHistoryIsRebuiltFromTheLog(t *testing.T) {
 	n = openNode(t, cfg)
 	if st := n.State(); st.On("east") || !st.On("west") || len(st.Audit) != 1 {
 		t.Fatalf("east on=%t west on=%t, %d audit entries; want the log's state: off, on, 1", st.On("east"), st.On("west"), len(st.Audit))
+	}
+}
+
+// A write of state.json that fails (here its temporary file's path is taken by a
+// directory; a full disk fails the same way) is counted, the change still
+// applies, and the next start serves it from the log.
+func TestFailedStateWriteIsCountedAndRebuiltAtStart(t *testing.T) {
+	cfg := Config{Name: "solo", Bind: freeAddr(t), Dir: t.TempDir()}
+	n := openNode(t, cfg)
+	blocker := filepath.Join(cfg.Dir, stateFile+".tmp")
+	if err := os.MkdirAll(filepath.Join(blocker, "x"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	before := testutil.ToFloat64(stateWriteFailures)
+	change(t, n, Request{Token: "ops", Set: map[string]bool{"east": false}})
+	if got := testutil.ToFloat64(stateWriteFailures) - before; got != 1 {
+		t.Errorf("state write failures counted: %v, want 1", got)
+	}
+	if st, err := LoadState(cfg.Dir); err != nil || !st.On("east") {
+		t.Fatalf("state.json after the failed write: %v, want it still behind (east on)", err)
+	}
+	n.Close()
+	if err := os.RemoveAll(blocker); err != nil {
+		t.Fatal(err)
+	}
+	var first *State
+	n2, err := Open(cfg, func(s *State) {
+		if first == nil {
+			first = s
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n2.Close)
+	if first == nil || first.On("east") || len(first.Audit) != 1 {
+		t.Fatalf("the first state served after the restart: %+v, want east off from the log", first)
 	}
 }
