@@ -136,16 +136,7 @@ func TestMemberStartedAloneServesItsLog(t *testing.T) {
 				n.Close()
 			}
 			spoil(cfgs[0].Dir, old)
-			var first *State
-			n, err := Open(cfgs[0], func(s *State) {
-				if first == nil {
-					first = s
-				}
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(n.Close)
+			first := openFirst(t, cfgs[0])
 			if first == nil || !first.On("east") || first.On("west") || len(first.Audit) != 2 {
 				t.Fatalf("the first state served: %+v, want east on, west off, 2 audit entries", first)
 			}
@@ -199,8 +190,18 @@ func TestFailedStateWriteIsCountedAndRebuiltAtStart(t *testing.T) {
 	if err := os.RemoveAll(blocker); err != nil {
 		t.Fatal(err)
 	}
+	first := openFirst(t, cfg)
+	if first == nil || first.On("east") || len(first.Audit) != 1 {
+		t.Fatalf("the first state served after the restart: %+v, want east off from the log", first)
+	}
+}
+
+// openFirst opens a node on cfg and returns the first state it serves: the one
+// Open hands over before raft runs.
+func openFirst(t *testing.T, cfg Config) *State {
+	t.Helper()
 	var first *State
-	n2, err := Open(cfg, func(s *State) {
+	n, err := Open(cfg, func(s *State) {
 		if first == nil {
 			first = s
 		}
@@ -208,8 +209,6 @@ func TestFailedStateWriteIsCountedAndRebuiltAtStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(n2.Close)
-	if first == nil || first.On("east") || len(first.Audit) != 1 {
-		t.Fatalf("the first state served after the restart: %+v, want east off from the log", first)
-	}
+	t.Cleanup(n.Close)
+	return first
 }
