@@ -111,6 +111,7 @@ type Node struct {
 	closed     sync.Once
 
 	changes, refusals atomic.Uint64
+	knewLeader        atomic.Bool // a leader was known since this member started
 }
 
 // identity is what the data directory says it belongs to.
@@ -473,16 +474,28 @@ func (n *Node) awaitApplied(ctx context.Context, index uint64) {
 }
 
 // electionWait is how long a change waits for a leader when none is known: an
-// election on a healthy majority ends well within it.
-const electionWait = time.Second
+// election on a healthy majority ends well within it. startElectionWait is the
+// wait of a member that has known no leader since it started: the first election
+// after a start also waits out raft's first heartbeat timeout (1-2 s), and a
+// change sent as the member starts should not fail for that.
+const (
+	electionWait      = time.Second
+	startElectionWait = 5 * time.Second
+)
 
-// leader returns the leader's address and ID, waiting up to electionWait for one.
+// leader returns the leader's address and ID, waiting up to electionWait (or
+// startElectionWait) for one.
 func (n *Node) leader(ctx context.Context) (raft.ServerAddress, raft.ServerID) {
 	addr, id := n.raft.LeaderWithID()
 	if addr != "" {
+		n.knewLeader.Store(true)
 		return addr, id
 	}
-	t := time.NewTimer(electionWait)
+	wait := electionWait
+	if !n.knewLeader.Load() {
+		wait = startElectionWait
+	}
+	t := time.NewTimer(wait)
 	defer t.Stop()
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
@@ -496,6 +509,7 @@ func (n *Node) leader(ctx context.Context) (raft.ServerAddress, raft.ServerID) {
 			addr, id = n.raft.LeaderWithID()
 		}
 	}
+	n.knewLeader.Store(true)
 	return addr, id
 }
 
@@ -625,6 +639,9 @@ func (n *Node) Status() Status {
 	s := n.raft.Stats()
 	num := func(k string) uint64 { v, _ := strconv.ParseUint(s[k], 10, 64); return v }
 	_, id := n.raft.LeaderWithID()
+	if id != "" {
+		n.knewLeader.Store(true)
+	}
 	st := Status{Member: n.cfg.Name, State: s["state"], Leader: string(id), Term: num("term"), CommitIndex: num("commit_index"),
 		Applied: num("applied_index"), Voters: n.cfg.Voters, Quorum: len(n.cfg.Voters)/2 + 1}
 	if lc, err := time.ParseDuration(s["last_contact"]); err == nil {

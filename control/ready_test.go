@@ -26,3 +26,12 @@ func TestSingleVoterLeadsWhenOpenReturns(t *testing.T) {
 		})
 	}
 }
+
+// A change sent through a member of three as it starts, before the first election
+// (raft's heartbeat timeout, 1-2 s, at the defaults), waits for it and applies.
+func TestChangeAtStartWaitsForTheFirstElection(t *testing.T) {
+	_, nodes := group(t, 3)
+	if err := nodes[0].Change(context.Background(), Request{Token: "ops", Member: "m0", Set: map[string]bool{"east": false}}); err != nil {
+		t.Fatalf("a change as the voters start: %v", err)
+	}
+}

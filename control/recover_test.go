@@ -2,12 +2,15 @@ package control
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // change applies req through n, retrying (for up to 10 s) a change refused before
@@ -133,19 +136,79 @@ func TestMemberStartedAloneServesItsLog(t *testing.T) {
 				n.Close()
 			}
 			spoil(cfgs[0].Dir, old)
-			var first *State
-			n, err := Open(cfgs[0], func(s *State) {
-				if first == nil {
-					first = s
-				}
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(n.Close)
+			first := openFirst(t, cfgs[0])
 			if first == nil || !first.On("east") || first.On("west") || len(first.Audit) != 2 {
 				t.Fatalf("the first state served: %+v, want east on, west off, 2 audit entries", first)
 			}
 		})
 	}
+}
+
+// A state.json naming an entry at a term this member's log does not hold (a file
+// of another history) is not trusted: the state is rebuilt from the log.
+func TestStateFileOfAnotherHistoryIsRebuiltFromTheLog(t *testing.T) {
+	cfg := Config{Name: "solo", Bind: freeAddr(t), Dir: t.TempDir()}
+	n := openNode(t, cfg)
+	change(t, n, Request{Token: "ops", Set: map[string]bool{"east": false}})
+	n.Close()
+	path := filepath.Join(cfg.Dir, stateFile)
+	st, err := LoadState(cfg.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Term += 7 // another history's entry at the same index
+	st.Controls["west"] = false
+	b, _ := json.Marshal(st)
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n = openNode(t, cfg)
+	if st := n.State(); st.On("east") || !st.On("west") || len(st.Audit) != 1 {
+		t.Fatalf("east on=%t west on=%t, %d audit entries; want the log's state: off, on, 1", st.On("east"), st.On("west"), len(st.Audit))
+	}
+}
+
+// A write of state.json that fails (here its temporary file's path is taken by a
+// directory; a full disk fails the same way) is counted, the change still
+// applies, and the next start serves it from the log.
+func TestFailedStateWriteIsCountedAndRebuiltAtStart(t *testing.T) {
+	cfg := Config{Name: "solo", Bind: freeAddr(t), Dir: t.TempDir()}
+	n := openNode(t, cfg)
+	blocker := filepath.Join(cfg.Dir, stateFile+".tmp")
+	if err := os.MkdirAll(filepath.Join(blocker, "x"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	before := testutil.ToFloat64(stateWriteFailures)
+	change(t, n, Request{Token: "ops", Set: map[string]bool{"east": false}})
+	if got := testutil.ToFloat64(stateWriteFailures) - before; got != 1 {
+		t.Errorf("state write failures counted: %v, want 1", got)
+	}
+	if st, err := LoadState(cfg.Dir); err != nil || !st.On("east") {
+		t.Fatalf("state.json after the failed write: %v, want it still behind (east on)", err)
+	}
+	n.Close()
+	if err := os.RemoveAll(blocker); err != nil {
+		t.Fatal(err)
+	}
+	first := openFirst(t, cfg)
+	if first == nil || first.On("east") || len(first.Audit) != 1 {
+		t.Fatalf("the first state served after the restart: %+v, want east off from the log", first)
+	}
+}
+
+// openFirst opens a node on cfg and returns the first state it serves: the one
+// Open hands over before raft runs.
+func openFirst(t *testing.T, cfg Config) *State {
+	t.Helper()
+	var first *State
+	n, err := Open(cfg, func(s *State) {
+		if first == nil {
+			first = s
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.Close)
+	return first
 }
