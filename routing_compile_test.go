@@ -41,9 +41,10 @@ func flipBlock(names, checks int) string {
 // cycling through the checks, each forced down and handed back by an operator
 // override. A probed flip costs the same plus diffing the one snapshot shard (of 64)
 // that the scheduler copied. It reports the p99 of the flips and the share of a core
-// that 100 flips a second take.
+// that 100 flips a second take, and the maximum: the bound (10 ms at 100,000 names)
+// holds for every flip, so run at least 100.
 //
-//	go test -run '^$' -bench Flip -benchtime 200x .
+//	go test -run '^$' -bench Flip -benchtime 100x .
 func BenchmarkFlip(b *testing.B) {
 	for _, sz := range []struct{ names, checks int }{{10000, 10000}, {100000, 10000}, {1000000, 10000}} {
 		b.Run(fmt.Sprintf("names=%d/checks=%d", sz.names, sz.checks), func(b *testing.B) {
@@ -75,6 +76,7 @@ func BenchmarkFlip(b *testing.B) {
 				sum += d
 			}
 			b.ReportMetric(float64(p99.Microseconds())/1000, "p99-ms")
+			b.ReportMetric(float64(took[len(took)-1].Microseconds())/1000, "max-ms")
 			b.ReportMetric(float64(sum)/float64(len(took))*100/1e9*100, "%core@100flips/s")
 		})
 	}
