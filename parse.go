@@ -245,6 +245,7 @@ var checkOptions = map[string][]health.Type{
 	"insufficient_data": {health.Prometheus},
 	"regions":           probed,
 	"checkers":          probed,
+	"measure_latency":   {health.HTTP, health.HTTPS, health.TCP, health.WebSocket, health.GRPC},
 	"invert":            nil,
 	"disabled":          nil,
 }

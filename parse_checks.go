@@ -152,6 +152,8 @@ func parseCheck(c *caddy.Controller, cfg *blockConfig, args []string) (*health.S
 			return flag(&s.Disabled)
 		case "tls":
 			return flag(&s.TLS)
+		case "measure_latency":
+			return flag(&s.MeasureLatency)
 		case "regions":
 			return parseCheckRegions(c, s, a)
 		case "checkers":

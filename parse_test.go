@@ -24,6 +24,7 @@ func TestParseValid(t *testing.T) {
 			match "OK now"
 			status 200-299
 			invert
+			measure_latency
 		}
 		check b https https://192.0.2.11/
 		check c tcp 192.0.2.30:5432 {
@@ -63,10 +64,10 @@ func TestParseValid(t *testing.T) {
 	a := cfg.Checks["a"]
 	if cfg.TTL != 30 || cfg.MaxInFlight != 64 || a.Interval != 10*time.Second || a.Timeout != 2*time.Second ||
 		a.Fails != 2 || a.Passes != 5 || a.Host != "www.example.org" || a.Match != "OK now" ||
-		a.Status != [2]int{200, 299} || !a.Invert {
+		a.Status != [2]int{200, 299} || !a.Invert || !a.MeasureLatency {
 		t.Errorf("check a parsed as %+v", a)
 	}
-	if b := cfg.Checks["b"]; b.Interval != health.DefaultInterval || b.Fails != 3 || b.Passes != 3 {
+	if b := cfg.Checks["b"]; b.Interval != health.DefaultInterval || b.Fails != 3 || b.Passes != 3 || b.MeasureLatency {
 		t.Errorf("check b defaults: %+v", b)
 	}
 	if both := cfg.Checks["both"]; both.Threshold != 2 || len(both.Children) != 3 || both.Children[0] != a {
@@ -153,6 +154,7 @@ func TestParseErrors(t *testing.T) {
 		{"status range", "healthroute {\ncheck a http http://192.0.2.1/ {\nstatus 400-300\n}\n}", 3, "status: invalid range '400-300'"},
 		{"match on tcp", "healthroute {\ncheck a tcp 192.0.2.1:1 {\nmatch x\n}\n}", 3, "match applies to http and https checks only, not tcp"},
 		{"send on http", "healthroute {\ncheck a http http://192.0.2.1/ {\nsend x\n}\n}", 3, "send applies to websocket checks only, not http"},
+		{"measure_latency on prometheus", "healthroute {\ncheck a prometheus http://127.0.0.1:9090 {\nquery up\nmeasure_latency\n}\n}", 4, "measure_latency applies to http, https, tcp, websocket and grpc checks only, not prometheus"},
 		{"tls on tcp", "healthroute {\ncheck a tcp 192.0.2.1:1 {\ntls\n}\n}", 3, "tls applies to grpc checks only, not tcp"},
 		{"query on http", "healthroute {\ncheck a http http://192.0.2.1/ {\nquery up\n}\n}", 3, "query applies to prometheus checks only, not http"},
 		{"host on tcp", "healthroute {\ncheck a tcp 192.0.2.1:1 {\nhost x\n}\n}", 3, "host applies to http, https and websocket checks only, not tcp"},

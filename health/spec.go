@@ -111,6 +111,11 @@ type Spec struct {
 	Checkers int
 	Origin   string // where the check is defined (Corefile file:line), for warnings
 
+	// MeasureLatency exports the phases of the check's probes as metrics (Route 53's
+	// MeasureLatency). Not in the fingerprint: it changes what is exported, not what
+	// is probed, so a check that only gains or loses it keeps its state.
+	MeasureLatency bool
+
 	fp string // set by Seal
 }
 

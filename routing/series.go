@@ -23,24 +23,29 @@ const (
 // A name of simple records without checks answers alike every time: its counts
 // would be the query count, and a scrape of a hundred thousand of them is megabytes.
 func (p *Plan) numberSeries(cfg *Config) {
-	blocks := make(map[string]int, len(cfg.Records)) // record sets per name
-	var chooses, guards map[string]bool              // names with a record set that chooses, that can fail open
-	for _, rs := range cfg.Records {
-		blocks[rs.Name]++
-		if guarded(rs) {
-			guards = setName(guards, rs.Name)
-		}
-		if guarded(rs) || rs.Policy != PolicySimple {
-			chooses = setName(chooses, rs.Name)
-		}
+	const unnumbered = NoSeries - 1
+	type nameSeries struct {
+		sets            int   // record sets of the name
+		chooses, guards bool  // one of them chooses, can fail open
+		resort          int32 // the name's last-resort series
 	}
-	resort := make(map[string]int32, len(guards)) // each name's last-resort series
+	names := make(map[string]nameSeries, len(cfg.Records))
+	for _, rs := range cfg.Records {
+		ns := names[rs.Name]
+		g := guarded(rs)
+		ns.sets++
+		ns.guards = ns.guards || g
+		ns.chooses = ns.chooses || g || rs.Policy != PolicySimple
+		ns.resort = unnumbered
+		names[rs.Name] = ns
+	}
+	var resorts int32
 	type key struct{ name, id string }
 	var shared map[key]int32 // series of names where members may share one
 	var answers int32
 	number := func(rs *RecordSet, id string, single bool) int32 {
 		switch {
-		case !chooses[rs.Name]:
+		case !names[rs.Name].chooses:
 			return NoSeries
 		case single:
 			answers++
@@ -65,15 +70,16 @@ func (p *Plan) numberSeries(cfg *Config) {
 		p.setOf[rs] = ps
 		ps.RecordSet = rs
 		ps.Zone = uint16(max(0, slices.Index(cfg.Zones, MatchZone(cfg.Zones, strings.TrimPrefix(rs.Name, "*.")))))
-		n, ok := resort[rs.Name]
-		if !ok && guards[rs.Name] {
-			n = int32(len(resort))
-			resort[rs.Name] = n
-		} else if !ok {
-			n = NoSeries
+		ns := names[rs.Name]
+		if ns.resort == unnumbered {
+			ns.resort = NoSeries
+			if ns.guards {
+				ns.resort, resorts = resorts, resorts+1
+			}
+			names[rs.Name] = ns
 		}
-		ps.Resort = n
-		single := blocks[rs.Name] == 1 && !mixedTypes(rs)
+		ps.Resort = ns.resort
+		single := ns.sets == 1 && !mixedTypes(rs)
 		ps.first = int32(len(series))
 		if rs.Policy == PolicyMultivalue { // one series for the set; its members never answer alone
 			ps.Multi = number(rs, "multivalue", single)
@@ -87,7 +93,7 @@ func (p *Plan) numberSeries(cfg *Config) {
 		}
 	}
 	p.MemberSeries = series
-	p.SeriesCount = [2]int32{AnswerSeries: answers, ResortSeries: int32(len(resort))}
+	p.SeriesCount = [2]int32{AnswerSeries: answers, ResortSeries: resorts}
 }
 
 // NoSeries is the series number of what has none: a member or record set whose
@@ -98,15 +104,6 @@ const NoSeries int32 = -1
 // alias that evaluates its target's health.
 func guarded(rs *RecordSet) bool {
 	return slices.ContainsFunc(rs.Members, func(m *Member) bool { return m.Check != nil || m.ETH })
-}
-
-// setName returns m with name set, creating m if nil.
-func setName(m map[string]bool, name string) map[string]bool {
-	if m == nil {
-		m = map[string]bool{}
-	}
-	m[name] = true
-	return m
 }
 
 // memberCount is how many members cfg's record sets hold.

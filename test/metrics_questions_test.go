@@ -43,7 +43,7 @@ func TestMetricsAnswerOperatorQuestions(t *testing.T) {
 		%s
 	}
 }
-`, port, mport, fastCheck("web", web.URL+"/"), extra)
+`, port, mport, fmt.Sprintf("check web http %s/ {\n\t\t\tinterval 100ms\n\t\t\tfailure_threshold 1\n\t\t\tmeasure_latency\n\t\t}", web.URL), extra)
 	}
 	srv := coretest.Start(t, block(""), port, "www.example.org")
 	murl := fmt.Sprintf("http://127.0.0.1:%d/metrics", mport)
