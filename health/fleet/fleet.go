@@ -125,6 +125,10 @@ type Fleet struct {
 	cfg   Config
 	now   func() time.Time // the clock; its monotonic reading times everything
 	wall  func() time.Time // the wall clock, for the clock offset others see
+	// suspended is how long the host has been suspended (hostSuspended), which the
+	// monotonic clock does not count; slept is its value when the fleet last ran.
+	suspended func() time.Duration
+	slept     time.Duration
 	start time.Time        // of this incarnation: sentAt counts from it
 	epoch uint64
 
@@ -263,7 +267,8 @@ func New(cfg Config) (*Fleet, error) {
 		cfg.MaxBackoff = defaultMaxBackoff
 	}
 	f := &Fleet{
-		cfg: cfg, now: time.Now, wall: func() time.Time { return time.Now().Add(wallOffset) }, restart: map[uint64]struct{}{}, recent: map[uint64]uint64{},
+		cfg: cfg, now: time.Now, wall: func() time.Time { return time.Now().Add(wallOffset) }, suspended: hostSuspended, slept: hostSuspended(),
+		restart: map[uint64]struct{}{}, recent: map[uint64]uint64{},
 		own: map[uint64]*ownReport{}, peers: map[string]*peer{}, alive: map[string]memberlist.Node{},
 		lost: map[string]lostMember{}, last: map[string]*decision{}, dirty: map[string]struct{}{}, known: map[uint64]string{},
 		meta: map[string]memberMeta{}, placed: map[string]*placement{}, placeGen: 1,

@@ -39,9 +39,23 @@ func (f *Fleet) freshFor(r *ownReport) time.Duration {
 // count, and the others count none of this member's reports confirmed under the
 // old one, whatever reaches them late. Callers: every path that sends (a beat,
 // a change, a full set) or records a probe.
+//
+// A suspend of the whole host (a laptop lid, a VM suspended) stops the monotonic
+// clock too: the time the host spent suspended (Linux's boot clock minus its
+// monotonic clock, neither of which an NTP step moves) is added to the gap, and
+// every time this member holds is moved back by it, as if the monotonic clock had
+// counted it (shiftLocked).
 func (f *Fleet) stallLocked(now time.Time) {
 	gap := now.Sub(f.ran)
 	f.ran = now
+	if s := f.suspended(); s > f.slept {
+		slept := s - f.slept
+		f.slept = s
+		if slept > f.cfg.Beat/2 {
+			f.shiftLocked(slept)
+			gap += slept
+		}
+	}
 	if gap <= 2*f.cfg.Beat {
 		return
 	}
@@ -62,6 +76,29 @@ func (f *Fleet) stallLocked(now time.Time) {
 	staleReports.WithLabelValues(memberLabel(f.cfg.Name)).Add(float64(n))
 	log.Warningf("fleet: this process did not run for %s; %d of its reports are stale until probed again", gap.Round(time.Millisecond), n)
 	f.poke()
+}
+
+// shiftLocked moves every time this member holds back by d, the time its host
+// spent suspended: its own probes, when it heard from each member and when each
+// member's reports were probed, so that they age by d as they would have had the
+// monotonic clock run.
+func (f *Fleet) shiftLocked(d time.Duration) {
+	back := func(t *time.Time) {
+		if !t.IsZero() {
+			*t = t.Add(-d)
+		}
+	}
+	for _, r := range f.own {
+		back(&r.observed)
+	}
+	for _, p := range f.peers {
+		back(&p.heard)
+		back(&p.vouched)
+		for id, r := range p.reports {
+			back(&r.probed)
+			p.reports[id] = r
+		}
+	}
 }
 
 // ageOwnLocked marks own reports whose probe is older than their freshness bound
