@@ -122,15 +122,15 @@ type Fleet struct {
 	// Scheduler.Replace.
 	OnMoved func()
 
-	cfg   Config
-	now   func() time.Time // the clock; its monotonic reading times everything
-	wall  func() time.Time // the wall clock, for the clock offset others see
+	cfg  Config
+	now  func() time.Time // the clock; its monotonic reading times everything
+	wall func() time.Time // the wall clock, for the clock offset others see
 	// suspended is how long the host has been suspended (hostSuspended), which the
 	// monotonic clock does not count; slept is its value when the fleet last ran.
 	suspended func() time.Duration
 	slept     time.Duration
-	start time.Time        // of this incarnation: sentAt counts from it
-	epoch uint64
+	start     time.Time // of this incarnation: sentAt counts from it
+	epoch     uint64
 
 	mu       sync.Mutex
 	seq      uint64                     // last sequence given to an own report
