@@ -190,6 +190,8 @@ type ownReport struct {
 	reason   string        // the last failed probe's reason (shortReason), kept once probes pass
 	sent     uint64        // seq whose change went in a message of its own (setOwnLocked)
 	told     uint64        // seq whose change was announced again with the reason (Probed)
+	aged     bool          // its window was restarted for probes grown too old (ageOwnLocked), since its last probe
+	nogap    bool          // the time to its next probe spans a stall or a pause of its probes: not a gap between probes
 }
 
 type peer struct {

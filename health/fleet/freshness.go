@@ -61,6 +61,9 @@ func (f *Fleet) stallLocked(now time.Time) {
 	}
 	n := 0
 	for id, r := range f.own {
+		// The stall is no gap between probes: counted as one, it would keep the
+		// check's next reports fresh (freshFor) for 3 times the stall.
+		r.nogap = true
 		if r.flags&(flagPending|flagStale) == 0 && now.Sub(r.observed) > f.freshFor(r) {
 			f.setOwnLocked(id, r, r.flags|flagPending, now, false)
 			f.restart[id] = struct{}{}
@@ -102,9 +105,10 @@ func (f *Fleet) shiftLocked(d time.Duration) {
 }
 
 // ageOwnLocked marks own reports whose probe is older than their freshness bound
-// as having no verdict (their threshold window restarts, see OnStale), and those
-// of checks no longer probed for max(Stale, 3 gaps) as stale; it forgets stale
-// ones after 10 Stale. It returns the change messages and whether any changed.
+// as having no verdict, and those of checks no longer probed for max(Stale, 3
+// gaps) as stale; either way their threshold window restarts (see OnStale), as
+// does the window of a report still without a verdict whose probes grew as old,
+// once until the next probe. It forgets stale ones after 10 Stale. It returns the change messages and whether any changed.
 func (f *Fleet) ageOwnLocked(now time.Time) (outs []*bcast, changed bool) {
 	forget := 10 * f.cfg.Stale
 	for id, r := range f.own {
@@ -112,12 +116,18 @@ func (f *Fleet) ageOwnLocked(now time.Time) (outs []*bcast, changed bool) {
 		switch {
 		case r.flags&flagStale == 0 && age > max(f.cfg.Stale, 3*r.gap):
 			outs = append(outs, f.setOwnLocked(id, r, r.flags|flagStale, now, true))
+			f.restart[id], r.aged, r.nogap = struct{}{}, true, true
 			changed = true
 		case r.flags&(flagStale|flagPending) == 0 && age > f.freshFor(r):
 			outs = append(outs, f.setOwnLocked(id, r, r.flags|flagPending, now, true))
-			f.restart[id] = struct{}{}
+			f.restart[id], r.aged, r.nogap = struct{}{}, true, true
 			staleReports.WithLabelValues(memberLabel(f.cfg.Name)).Inc()
 			changed = true
+		case r.flags&flagStale == 0 && !r.aged && age > f.freshFor(r):
+			// No verdict yet, and its probes stopped (this member was no
+			// longer a checker): the results counted so far are too old to
+			// complete a window with the next ones.
+			f.restart[id], r.aged, r.nogap = struct{}{}, true, true
 		case r.flags&flagStale != 0 && age > forget:
 			delete(f.own, id)
 			delete(f.restart, id)
