@@ -122,11 +122,15 @@ type Fleet struct {
 	// Scheduler.Replace.
 	OnMoved func()
 
-	cfg   Config
-	now   func() time.Time // the clock; its monotonic reading times everything
-	wall  func() time.Time // the wall clock, for the clock offset others see
-	start time.Time        // of this incarnation: sentAt counts from it
-	epoch uint64
+	cfg  Config
+	now  func() time.Time // the clock; its monotonic reading times everything
+	wall func() time.Time // the wall clock, for the clock offset others see
+	// suspended is how long the host has been suspended (hostSuspended), which the
+	// monotonic clock does not count; slept is its value when the fleet last ran.
+	suspended func() time.Duration
+	slept     time.Duration
+	start     time.Time // of this incarnation: sentAt counts from it
+	epoch     uint64
 
 	mu       sync.Mutex
 	seq      uint64                     // last sequence given to an own report
@@ -186,6 +190,8 @@ type ownReport struct {
 	reason   string        // the last failed probe's reason (shortReason), kept once probes pass
 	sent     uint64        // seq whose change went in a message of its own (setOwnLocked)
 	told     uint64        // seq whose change was announced again with the reason (Probed)
+	aged     bool          // its window was restarted for probes grown too old (ageOwnLocked), since its last probe
+	nogap    bool          // the time to its next probe spans a stall or a pause of its probes: not a gap between probes
 }
 
 type peer struct {
@@ -263,7 +269,8 @@ func New(cfg Config) (*Fleet, error) {
 		cfg.MaxBackoff = defaultMaxBackoff
 	}
 	f := &Fleet{
-		cfg: cfg, now: time.Now, wall: func() time.Time { return time.Now().Add(wallOffset) }, restart: map[uint64]struct{}{}, recent: map[uint64]uint64{},
+		cfg: cfg, now: time.Now, wall: func() time.Time { return time.Now().Add(wallOffset) }, suspended: hostSuspended, slept: hostSuspended(),
+		restart: map[uint64]struct{}{}, recent: map[uint64]uint64{},
 		own: map[uint64]*ownReport{}, peers: map[string]*peer{}, alive: map[string]memberlist.Node{},
 		lost: map[string]lostMember{}, last: map[string]*decision{}, dirty: map[string]struct{}{}, known: map[uint64]string{},
 		meta: map[string]memberMeta{}, placed: map[string]*placement{}, placeGen: 1,

@@ -39,14 +39,31 @@ func (f *Fleet) freshFor(r *ownReport) time.Duration {
 // count, and the others count none of this member's reports confirmed under the
 // old one, whatever reaches them late. Callers: every path that sends (a beat,
 // a change, a full set) or records a probe.
+//
+// A suspend of the whole host (a laptop lid, a VM suspended) stops the monotonic
+// clock too: the time the host spent suspended (Linux's boot clock minus its
+// monotonic clock, neither of which an NTP step moves) is added to the gap, and
+// every time this member holds is moved back by it, as if the monotonic clock had
+// counted it (shiftLocked).
 func (f *Fleet) stallLocked(now time.Time) {
 	gap := now.Sub(f.ran)
 	f.ran = now
+	if s := f.suspended(); s > f.slept {
+		slept := s - f.slept
+		f.slept = s
+		if slept > f.cfg.Beat/2 {
+			f.shiftLocked(slept)
+			gap += slept
+		}
+	}
 	if gap <= 2*f.cfg.Beat {
 		return
 	}
 	n := 0
 	for id, r := range f.own {
+		// The stall is no gap between probes: counted as one, it would keep the
+		// check's next reports fresh (freshFor) for 3 times the stall.
+		r.nogap = true
 		if r.flags&(flagPending|flagStale) == 0 && now.Sub(r.observed) > f.freshFor(r) {
 			f.setOwnLocked(id, r, r.flags|flagPending, now, false)
 			f.restart[id] = struct{}{}
@@ -64,10 +81,34 @@ func (f *Fleet) stallLocked(now time.Time) {
 	f.poke()
 }
 
+// shiftLocked moves every time this member holds back by d, the time its host
+// spent suspended: its own probes, when it heard from each member and when each
+// member's reports were probed, so that they age by d as they would have had the
+// monotonic clock run.
+func (f *Fleet) shiftLocked(d time.Duration) {
+	back := func(t *time.Time) {
+		if !t.IsZero() {
+			*t = t.Add(-d)
+		}
+	}
+	for _, r := range f.own {
+		back(&r.observed)
+	}
+	for _, p := range f.peers {
+		back(&p.heard)
+		back(&p.vouched)
+		for id, r := range p.reports {
+			back(&r.probed)
+			p.reports[id] = r
+		}
+	}
+}
+
 // ageOwnLocked marks own reports whose probe is older than their freshness bound
-// as having no verdict (their threshold window restarts, see OnStale), and those
-// of checks no longer probed for max(Stale, 3 gaps) as stale; it forgets stale
-// ones after 10 Stale. It returns the change messages and whether any changed.
+// as having no verdict, and those of checks no longer probed for max(Stale, 3
+// gaps) as stale; either way their threshold window restarts (see OnStale), as
+// does the window of a report still without a verdict whose probes grew as old,
+// once until the next probe. It forgets stale ones after 10 Stale. It returns the change messages and whether any changed.
 func (f *Fleet) ageOwnLocked(now time.Time) (outs []*bcast, changed bool) {
 	forget := 10 * f.cfg.Stale
 	for id, r := range f.own {
@@ -75,12 +116,18 @@ func (f *Fleet) ageOwnLocked(now time.Time) (outs []*bcast, changed bool) {
 		switch {
 		case r.flags&flagStale == 0 && age > max(f.cfg.Stale, 3*r.gap):
 			outs = append(outs, f.setOwnLocked(id, r, r.flags|flagStale, now, true))
+			f.restart[id], r.aged, r.nogap = struct{}{}, true, true
 			changed = true
 		case r.flags&(flagStale|flagPending) == 0 && age > f.freshFor(r):
 			outs = append(outs, f.setOwnLocked(id, r, r.flags|flagPending, now, true))
-			f.restart[id] = struct{}{}
+			f.restart[id], r.aged, r.nogap = struct{}{}, true, true
 			staleReports.WithLabelValues(memberLabel(f.cfg.Name)).Inc()
 			changed = true
+		case r.flags&flagStale == 0 && !r.aged && age > f.freshFor(r):
+			// No verdict yet, and its probes stopped (this member was no
+			// longer a checker): the results counted so far are too old to
+			// complete a window with the next ones.
+			f.restart[id], r.aged, r.nogap = struct{}{}, true, true
 		case r.flags&flagStale != 0 && age > forget:
 			delete(f.own, id)
 			delete(f.restart, id)

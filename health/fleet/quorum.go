@@ -24,11 +24,11 @@ func (f *Fleet) Local(fp string, st health.Status) {
 		r = &ownReport{fp: fp}
 		f.own[id] = r
 		f.noteLocked(fp)
-	} else if !r.observed.IsZero() {
+	} else if !r.observed.IsZero() && !r.nogap {
 		g := now.Sub(r.observed)
 		r.gap, r.lastGap = max(g, r.lastGap), g
 	}
-	r.observed = now
+	r.observed, r.aged, r.nogap = now, false, false
 	flags := flagsOf(st.Down)
 	// A state restored from an earlier process is no verdict (Status.Restored):
 	// the others count this member's report once its own probes judged it.
