@@ -68,7 +68,7 @@ func (p *Plan) numberSeries(cfg *Config) {
 	for i, rs := range cfg.Records {
 		ps := &p.sets[i]
 		p.setOf[rs] = ps
-		ps.RecordSet = rs
+		ps.RecordSet, ps.policy = rs, rs.Policy
 		ps.Zone = uint16(max(0, slices.Index(cfg.Zones, MatchZone(cfg.Zones, strings.TrimPrefix(rs.Name, "*.")))))
 		ns := names[rs.Name]
 		if ns.resort == unnumbered {

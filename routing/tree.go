@@ -55,12 +55,13 @@ type PlanSet struct {
 	Multi  int32  // a multivalue set's answers_total series: its members never answer alone
 	Resort int32  // the name's last_resort_answers_total series
 	Zone   uint16 // the zone the name is in: its index in the plan's zones
+	policy Policy // the record set's, where a query reads it without a second pointer to follow
 }
 
 // dynOrder reports whether n's policy ranks members by the client (latency,
 // geolocation, geoproximity, ip).
 func (n *Node) dynOrder() bool {
-	switch n.Set.Policy {
+	switch n.Set.policy {
 	case PolicyLatency, PolicyGeolocation, PolicyGeoproximity, PolicyIPBased, PolicyAZAffinity:
 		return true
 	}
