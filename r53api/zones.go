@@ -114,12 +114,14 @@ func maxItems(r *http.Request, def int) int {
 	return min(n, MaxItems)
 }
 
-// reversed returns a name with its labels reversed ("www.example.org." ->
-// "org.example.www"), the order of Route 53's listings.
+// reversed returns a name with its labels reversed and the trailing dot kept
+// ("www.example.org." -> "org.example.www."), the key of Route 53's listings. The
+// dot counts: "a-b.example.org." ("org.example.a-b.") sorts before
+// "a.example.org." ("org.example.a."), since '-' comes before '.' in ASCII.
 func reversed(name string) string {
 	labels := strings.Split(strings.TrimSuffix(name, "."), ".")
 	slices.Reverse(labels)
-	return strings.Join(labels, ".")
+	return strings.Join(labels, ".") + "."
 }
 
 // recordOrder is a record set's place in a listing: name (labels reversed),
