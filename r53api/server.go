@@ -80,6 +80,8 @@ type Observation struct {
 	Healthy bool
 	At      time.Time
 	Detail  string
+	Addr    string // the checker's address, "" when unknown
+	Reason  string // the checker's last failure reason, kept once probes pass; "" when none is known
 }
 
 // Backend is what the API reads and changes: the replicated state's node and the
@@ -88,6 +90,7 @@ type Backend struct {
 	Node   func() *control.Node
 	Zones  func() []Zone
 	Status func(checkID string) []Observation // nil: no observations
+	Lookups
 }
 
 // Server is one listener of the API.
@@ -212,6 +215,7 @@ func (s *Server) routes() {
 	m.HandleFunc("POST "+v+"/tags/{type}/{id}", s.changeTags)
 	m.HandleFunc("GET "+v+"/tags/{type}/{id}", s.listTags)
 	m.HandleFunc("POST "+v+"/tags/{type}", s.listTagsForResources)
+	s.moreRoutes(m, v)
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		newErr(http.StatusBadRequest, "InvalidAction", "The action or operation requested is invalid: "+r.Method+" "+r.URL.Path+" is not an action of Route 53 API 2013-04-01 that this endpoint supports").write(w)
 	})

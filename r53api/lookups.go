@@ -1,0 +1,20 @@
+package r53api
+
+import (
+	"net/http"
+	"net/netip"
+)
+
+// Lookups are what the calls that read the fleet and DNS ask of the server
+// embedding the API; a nil func answers as if there were nothing to tell.
+type Lookups struct {
+	// CheckerIPs returns the addresses the fleet's checkers probe from
+	// (GetCheckerIpRanges).
+	CheckerIPs func() []netip.Prefix
+}
+
+// moreRoutes registers the calls of the files beside server.go.
+func (s *Server) moreRoutes(m *http.ServeMux, v string) {
+	m.HandleFunc("GET "+v+"/healthcheck/{id}/lastfailurereason", s.getHealthCheckLastFailureReason)
+	m.HandleFunc("GET "+v+"/checkeripranges", s.getCheckerIPRanges)
+}
