@@ -38,6 +38,7 @@ type APIState struct {
 	Tags         map[string]map[string]string `json:"tags,omitempty"`          // by "healthcheck/ID" or "hostedzone/ID"
 	Changes      []APIChangeInfo              `json:"changes,omitempty"`       // newest last
 	Serves       map[string]uint64            `json:"serves,omitempty"`        // member -> the Gen its DNS answers come from
+	Hosted       map[string]*APIHostedZone    `json:"hosted,omitempty"`        // the hosted zones created through the API, by name
 }
 
 // APIZone is one zone's API-managed record sets, by RecordKey.
@@ -83,7 +84,10 @@ type APICommand struct {
 	UpdateCheck *APIHealthCheck `json:"update_check,omitempty"` // Version: the version it updates
 	DeleteCheck string          `json:"delete_check,omitempty"`
 	Tags        *TagChange      `json:"tags,omitempty"`
-	Serve       uint64          `json:"serve,omitempty"` // Command.Member answers from this Gen
+	Serve       uint64          `json:"serve,omitempty"`       // Command.Member answers from this Gen
+	Created     bool            `json:"created,omitempty"`     // Records are for a hosted zone created through the API
+	CreateZone  *APIHostedZone  `json:"create_zone,omitempty"` // CreateHostedZone
+	DeleteZone  string          `json:"delete_zone,omitempty"` // DeleteHostedZone, by name
 }
 
 // RecordKey identifies a record set in its zone: name, type and set identifier.
@@ -124,6 +128,7 @@ func (a *APIState) clone() *APIState {
 	}
 	c.Changes = slices.Clone(a.Changes)
 	c.Serves = maps.Clone(a.Serves)
+	c.Hosted = maps.Clone(a.Hosted)
 	return &c
 }
 
@@ -156,7 +161,11 @@ func (s *State) applyAPI(index uint64, cmd *Command) error {
 			a.Serves[cmd.Member] = c.Serve
 		}
 	case c.Zone != "":
-		err = a.applyRecords(c)
+		err = a.applyZoneRecords(c)
+	case c.CreateZone != nil:
+		err = a.createZone(c.CreateZone)
+	case c.DeleteZone != "":
+		err = a.deleteZone(c.DeleteZone)
 	case c.CreateCheck != nil:
 		err = a.createCheck(c.CreateCheck)
 	case c.UpdateCheck != nil:

@@ -17,4 +17,6 @@ type Lookups struct {
 func (s *Server) moreRoutes(m *http.ServeMux, v string) {
 	m.HandleFunc("GET "+v+"/healthcheck/{id}/lastfailurereason", s.getHealthCheckLastFailureReason)
 	m.HandleFunc("GET "+v+"/checkeripranges", s.getCheckerIPRanges)
+	m.HandleFunc("POST "+v+"/hostedzone", s.createHostedZone)
+	m.HandleFunc("DELETE "+v+"/hostedzone/{id}", s.deleteHostedZone)
 }

@@ -62,6 +62,11 @@ type Zone struct {
 	// ReadOnly are the Corefile's record sets, as Route 53 would list them: listed
 	// beside the API's, never changed through it. nil: none.
 	ReadOnly *ReadOnly
+	// Delegates: hosted zones created through the API at or below this zone's
+	// name are served by its block (CreateHostedZone).
+	Delegates bool
+	// Created is a hosted zone created through the API, served by its parent's block.
+	Created *control.APIHostedZone
 }
 
 // ReadOnly holds a zone's Corefile record sets; a listing's cache knows them by
@@ -225,7 +230,7 @@ func (s *Server) routes() {
 // zone returns the zone the request's {id} names.
 func (s *Server) zone(r *http.Request) (Zone, *apiError) {
 	id := strings.TrimPrefix(r.PathValue("id"), "/hostedzone/")
-	for _, z := range s.be.Zones() {
+	for _, z := range s.allZones() {
 		if z.ID() == id {
 			return z, nil
 		}

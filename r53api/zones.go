@@ -41,13 +41,17 @@ func (s *Server) hostedZone(z Zone, st *control.APIState) hostedZone {
 	if z.ReadOnly != nil {
 		n += len(z.ReadOnly.Sets)
 	}
-	return hostedZone{Id: "/hostedzone/" + z.ID(), Name: z.Name, CallerReference: "healthroute " + z.Name,
+	hz := hostedZone{Id: "/hostedzone/" + z.ID(), Name: z.Name, CallerReference: "healthroute " + z.Name,
 		Config: zoneConfig{Comment: "served by healthroute"}, ResourceRecordSetCount: int64(n)}
+	if c := z.Created; c != nil {
+		hz.CallerReference, hz.Config.Comment = c.CallerReference, c.Comment
+	}
+	return hz
 }
 
 // sortedZones returns the zones in Route 53's order: by name, labels reversed.
 func (s *Server) sortedZones() []Zone {
-	zs := s.be.Zones()
+	zs := s.allZones()
 	slices.SortFunc(zs, func(a, b Zone) int { return cmp.Compare(reversed(a.Name), reversed(b.Name)) })
 	return zs
 }
@@ -257,6 +261,10 @@ func (s *Server) changeRecordSets(w http.ResponseWriter, r *http.Request) {
 		e.write(w)
 		return
 	}
+	if e := s.checkZoneTree(z, cmd); e != nil {
+		e.write(w)
+		return
+	}
 	st := s.state()
 	next, err := st.Preview(cmd)
 	if err != nil {
@@ -395,5 +403,5 @@ func (s *Server) getChange(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getHostedZoneCount(w http.ResponseWriter, r *http.Request) {
-	writeXML(w, http.StatusOK, getHostedZoneCountResponse{Xmlns: Namespace, HostedZoneCount: int64(len(s.be.Zones()))})
+	writeXML(w, http.StatusOK, getHostedZoneCountResponse{Xmlns: Namespace, HostedZoneCount: int64(len(s.allZones()))})
 }
