@@ -3,6 +3,8 @@ package r53api
 import (
 	"net/http"
 	"net/netip"
+
+	"github.com/healthroute/healthroute/view"
 )
 
 // Lookups are what the calls that read the fleet and DNS ask of the server
@@ -11,12 +13,16 @@ type Lookups struct {
 	// CheckerIPs returns the addresses the fleet's checkers probe from
 	// (GetCheckerIpRanges).
 	CheckerIPs func() []netip.Prefix
+	// Explain resolves q exactly as a DNS query from q.Client would be answered,
+	// by the block serving q.Name (TestDNSAnswer); false when no block serves it.
+	Explain func(q view.Question) (view.Explanation, bool)
 }
 
 // moreRoutes registers the calls of the files beside server.go.
 func (s *Server) moreRoutes(m *http.ServeMux, v string) {
 	m.HandleFunc("GET "+v+"/healthcheck/{id}/lastfailurereason", s.getHealthCheckLastFailureReason)
 	m.HandleFunc("GET "+v+"/checkeripranges", s.getCheckerIPRanges)
+	m.HandleFunc("GET "+v+"/testdnsanswer", s.testDNSAnswer)
 	m.HandleFunc("POST "+v+"/hostedzone", s.createHostedZone)
 	m.HandleFunc("DELETE "+v+"/hostedzone/{id}", s.deleteHostedZone)
 }
