@@ -30,6 +30,9 @@ type route53APIConfig struct {
 	corefile  map[string]string // Corefile record names -> "file:line", read-only through the API
 	apiChecks map[string]bool   // the checks the API manages, by name (their ID)
 	served    []r53api.Zone     // the hosted zones, as startRoute53API made them
+	// Hosted: the hosted zones created through the API at or below the block's
+	// zones are served here (the hosted_zones property).
+	Hosted bool
 }
 
 // parseRoute53API reads the route53_api property.
@@ -45,6 +48,13 @@ func parseRoute53API(c *caddy.Controller, cfg *blockConfig, args []string) error
 	err := block(c, func(key string, v []string) error {
 		if err := opts.once(c, "route53_api: ", key); err != nil {
 			return err
+		}
+		if key == "hosted_zones" {
+			if len(v) != 0 {
+				return c.Errf("route53_api: hosted_zones takes no value, it has %d", len(v))
+			}
+			a.Hosted = true
+			return nil
 		}
 		arg, err := oneArg(c, v)
 		if err != nil {
@@ -79,7 +89,7 @@ func parseRoute53API(c *caddy.Controller, cfg *blockConfig, args []string) error
 		case "burst":
 			a.Limits.Burst, err = num(1, 100000)
 		default:
-			return c.Errf("route53_api: unknown property '%s', expected access_keys, max_connections, max_body, rate or burst", key)
+			return c.Errf("route53_api: unknown property '%s', expected access_keys, hosted_zones, max_connections, max_body, rate or burst", key)
 		}
 		return err
 	})
@@ -134,7 +144,7 @@ func loadRoute53API(cfg *blockConfig, children *map[*health.Spec][]childRef) err
 	for _, id := range slices.Sorted(maps.Keys(st.HealthChecks)) {
 		checks = append(checks, st.HealthChecks[id].HealthCheck)
 	}
-	for _, zone := range cfg.Zones {
+	for _, zone := range a.loaded(cfg, st) {
 		az := st.Zones[zone]
 		if az == nil {
 			continue
@@ -179,6 +189,21 @@ func loadRoute53API(cfg *blockConfig, children *map[*health.Spec][]childRef) err
 	return nil
 }
 
+// loaded returns the zones whose API-managed record sets the block serves: its
+// own, and with hosted_zones those created through the API below them.
+func (a *route53APIConfig) loaded(cfg *blockConfig, st *control.APIState) []string {
+	out := slices.Clone(cfg.Zones)
+	if !a.Hosted {
+		return out
+	}
+	for _, name := range slices.Sorted(maps.Keys(st.Hosted)) {
+		if !slices.Contains(out, name) && slices.ContainsFunc(cfg.Zones, func(z string) bool { return z == "." || inZone(z, name) }) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
 func hasRegion(cfg *blockConfig, name string) bool { _, ok := cfg.Regions[name]; return ok }
 
 // zones returns the hosted zones the block serves through the API.
@@ -197,7 +222,7 @@ func (a *route53APIConfig) zones(cfg *blockConfig) []r53api.Zone {
 				ro[n] = at
 			}
 		}
-		out = append(out, r53api.Zone{Name: z, Corefile: ro, Checks: checks, ReadOnly: &r53api.ReadOnly{Sets: corefileSets(cfg, z)}})
+		out = append(out, r53api.Zone{Name: z, Corefile: ro, Checks: checks, ReadOnly: &r53api.ReadOnly{Sets: corefileSets(cfg, z)}, Delegates: a.Hosted})
 	}
 	return out
 }
