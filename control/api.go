@@ -38,7 +38,7 @@ type APIState struct {
 	Tags         map[string]map[string]string `json:"tags,omitempty"`          // by "healthcheck/ID" or "hostedzone/ID"
 	Changes      []APIChangeInfo              `json:"changes,omitempty"`       // newest last
 	Serves       map[string]uint64            `json:"serves,omitempty"`        // member -> the Gen its DNS answers come from
-	Hosted       map[string]*APIHostedZone    `json:"hosted,omitempty"`        // the hosted zones created through the API, by name
+	APIResources
 }
 
 // APIZone is one zone's API-managed record sets, by RecordKey.
@@ -84,10 +84,8 @@ type APICommand struct {
 	UpdateCheck *APIHealthCheck `json:"update_check,omitempty"` // Version: the version it updates
 	DeleteCheck string          `json:"delete_check,omitempty"`
 	Tags        *TagChange      `json:"tags,omitempty"`
-	Serve       uint64          `json:"serve,omitempty"`       // Command.Member answers from this Gen
-	Created     bool            `json:"created,omitempty"`     // Records are for a hosted zone created through the API
-	CreateZone  *APIHostedZone  `json:"create_zone,omitempty"` // CreateHostedZone
-	DeleteZone  string          `json:"delete_zone,omitempty"` // DeleteHostedZone, by name
+	Serve       uint64          `json:"serve,omitempty"` // Command.Member answers from this Gen
+	APIResourceCommand
 }
 
 // RecordKey identifies a record set in its zone: name, type and set identifier.
@@ -128,7 +126,7 @@ func (a *APIState) clone() *APIState {
 	}
 	c.Changes = slices.Clone(a.Changes)
 	c.Serves = maps.Clone(a.Serves)
-	c.Hosted = maps.Clone(a.Hosted)
+	c.APIResources = a.APIResources.clone()
 	return &c
 }
 
@@ -162,10 +160,8 @@ func (s *State) applyAPI(index uint64, cmd *Command) error {
 		}
 	case c.Zone != "":
 		err = a.applyZoneRecords(c)
-	case c.CreateZone != nil:
-		err = a.createZone(c.CreateZone)
-	case c.DeleteZone != "":
-		err = a.deleteZone(c.DeleteZone)
+	case c.APIResourceCommand.set():
+		err = a.applyResources(&c.APIResourceCommand)
 	case c.CreateCheck != nil:
 		err = a.createCheck(c.CreateCheck)
 	case c.UpdateCheck != nil:

@@ -1,6 +1,52 @@
 package control
 
-import "time"
+import (
+	"maps"
+	"time"
+)
+
+// APIResources are the resources the API creates besides record sets and health
+// checks: hosted zones and CIDR collections. Each is replaced whole by a change,
+// never changed in place, so a clone copies the maps one level.
+type APIResources struct {
+	Hosted map[string]*APIHostedZone     `json:"hosted,omitempty"` // the hosted zones created through the API, by name
+	Cidrs  map[string]*APICidrCollection `json:"cidrs,omitempty"`  // the CIDR collections, by ID
+}
+
+func (r APIResources) clone() APIResources {
+	return APIResources{Hosted: maps.Clone(r.Hosted), Cidrs: maps.Clone(r.Cidrs)}
+}
+
+// APIResourceCommand creates, changes or deletes one of APIResources; Created
+// marks a batch of record sets (APICommand.Records) for a created hosted zone.
+type APIResourceCommand struct {
+	Created    bool               `json:"created,omitempty"`
+	CreateZone *APIHostedZone     `json:"create_zone,omitempty"` // CreateHostedZone
+	DeleteZone string             `json:"delete_zone,omitempty"` // DeleteHostedZone, by name
+	CreateCidr *APICidrCollection `json:"create_cidr,omitempty"` // CreateCidrCollection
+	ChangeCidr *CidrChange        `json:"change_cidr,omitempty"` // ChangeCidrCollection
+	DeleteCidr string             `json:"delete_cidr,omitempty"` // DeleteCidrCollection, by ID
+}
+
+// set reports whether c holds a command of its own (Created alone goes with a batch).
+func (c *APIResourceCommand) set() bool {
+	return c.CreateZone != nil || c.DeleteZone != "" || c.CreateCidr != nil || c.ChangeCidr != nil || c.DeleteCidr != ""
+}
+
+// applyResources applies c to a.
+func (a *APIState) applyResources(c *APIResourceCommand) error {
+	switch {
+	case c.CreateZone != nil:
+		return a.createZone(c.CreateZone)
+	case c.DeleteZone != "":
+		return a.deleteZone(c.DeleteZone)
+	case c.CreateCidr != nil:
+		return a.createCidr(c.CreateCidr)
+	case c.ChangeCidr != nil:
+		return a.changeCidr(c.ChangeCidr)
+	}
+	return a.deleteCidr(c.DeleteCidr)
+}
 
 // Route 53 error codes of the hosted zone calls.
 const (

@@ -108,8 +108,7 @@ func errDomain(msg string) *apiError { return newErr(http.StatusBadRequest, "Inv
 // delegates to the API; the block answers it once every member reloaded.
 func (s *Server) createHostedZone(w http.ResponseWriter, r *http.Request) {
 	var req createHostedZoneRequest
-	if err := xml.NewDecoder(r.Body).Decode(&req); err != nil {
-		errInput("Invalid XML ; " + err.Error()).write(w)
+	if !decoded(w, r, &req) {
 		return
 	}
 	if req.Name == "" || req.CallerReference == "" || len(req.CallerReference) > 128 {
@@ -151,7 +150,7 @@ func (s *Server) createHostedZone(w http.ResponseWriter, r *http.Request) {
 	if req.HostedZoneConfig != nil {
 		hz.Comment = req.HostedZoneConfig.Comment
 	}
-	cmd := &control.APICommand{ChangeID: newChangeID(), CreateZone: hz}
+	cmd := &control.APICommand{ChangeID: newChangeID(), APIResourceCommand: control.APIResourceCommand{CreateZone: hz}}
 	if e := s.propose(r.Context(), cmd); e != nil {
 		e.write(w)
 		return
@@ -174,7 +173,7 @@ func (s *Server) deleteHostedZone(w http.ResponseWriter, r *http.Request) {
 		errInput(fmt.Sprintf("The hosted zone %s is a zone of the Corefile: remove it there", z.Name)).write(w)
 		return
 	}
-	cmd := &control.APICommand{ChangeID: newChangeID(), DeleteZone: z.Name}
+	cmd := &control.APICommand{ChangeID: newChangeID(), APIResourceCommand: control.APIResourceCommand{DeleteZone: z.Name}}
 	if e := s.propose(r.Context(), cmd); e != nil {
 		e.write(w)
 		return

@@ -1,6 +1,7 @@
 package r53api
 
 import (
+	"encoding/xml"
 	"net/http"
 	"net/netip"
 
@@ -24,5 +25,21 @@ func (s *Server) moreRoutes(m *http.ServeMux, v string) {
 	m.HandleFunc("GET "+v+"/checkeripranges", s.getCheckerIPRanges)
 	m.HandleFunc("GET "+v+"/testdnsanswer", s.testDNSAnswer)
 	m.HandleFunc("POST "+v+"/hostedzone", s.createHostedZone)
+	m.HandleFunc("POST "+v+"/cidrcollection", s.createCidrCollection)
+	m.HandleFunc("GET "+v+"/cidrcollection", s.listCidrCollections)
+	m.HandleFunc("POST "+v+"/cidrcollection/{id}", s.changeCidrCollection)
+	m.HandleFunc("GET "+v+"/cidrcollection/{id}", s.listCidrLocations)
+	m.HandleFunc("GET "+v+"/cidrcollection/{id}/cidrblocks", s.listCidrBlocks)
+	m.HandleFunc("DELETE "+v+"/cidrcollection/{id}", s.deleteCidrCollection)
 	m.HandleFunc("DELETE "+v+"/hostedzone/{id}", s.deleteHostedZone)
+}
+
+// decoded reads the request's XML body into v, or answers InvalidInput and
+// returns false.
+func decoded(w http.ResponseWriter, r *http.Request, v any) bool {
+	if err := xml.NewDecoder(r.Body).Decode(v); err != nil {
+		errInput("Invalid XML ; " + err.Error()).write(w)
+		return false
+	}
+	return true
 }

@@ -352,7 +352,7 @@ func convertible(z Zone, st *control.APIState) *apiError {
 		}
 		checks = append(checks, st.HealthChecks[id].HealthCheck)
 	}
-	if _, err := route53.Convert(route53.Input{Zone: z.Name, RecordSets: sets, HealthChecks: checks}); err != nil {
+	if _, err := route53.Convert(route53.Input{Zone: z.Name, RecordSets: sets, HealthChecks: checks, CIDRBlocks: st.CIDRBlocks()}); err != nil {
 		return errBatch(err.Error())
 	}
 	return nil
