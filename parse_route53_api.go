@@ -157,7 +157,7 @@ func loadRoute53API(cfg *blockConfig, children *map[*health.Spec][]childRef) err
 			}
 			sets = append(sets, rs)
 		}
-		res, err := route53.Convert(route53.Input{Zone: zone, RecordSets: sets, HealthChecks: checks})
+		res, err := route53.Convert(route53.Input{Zone: zone, RecordSets: sets, HealthChecks: checks, CIDRBlocks: st.CIDRBlocks()})
 		if err != nil {
 			return a.at.errorf("route53_api: the API-managed record sets of %s: %v", zone, err)
 		}
