@@ -3,6 +3,8 @@ package control
 import (
 	"maps"
 	"time"
+
+	"github.com/healthroute/healthroute/route53"
 )
 
 // APIResources are the resources the API creates besides record sets and health
@@ -11,10 +13,13 @@ import (
 type APIResources struct {
 	Hosted map[string]*APIHostedZone     `json:"hosted,omitempty"` // the hosted zones created through the API, by name
 	Cidrs  map[string]*APICidrCollection `json:"cidrs,omitempty"`  // the CIDR collections, by ID
+	// Policies are the traffic policies, Instances their instances, by ID.
+	Policies  map[string]*APITrafficPolicy  `json:"policies,omitempty"`
+	Instances map[string]*APIPolicyInstance `json:"instances,omitempty"`
 }
 
 func (r APIResources) clone() APIResources {
-	return APIResources{Hosted: maps.Clone(r.Hosted), Cidrs: maps.Clone(r.Cidrs)}
+	return APIResources{Hosted: maps.Clone(r.Hosted), Cidrs: maps.Clone(r.Cidrs), Policies: maps.Clone(r.Policies), Instances: maps.Clone(r.Instances)}
 }
 
 // APIResourceCommand creates, changes or deletes one of APIResources; Created
@@ -26,11 +31,18 @@ type APIResourceCommand struct {
 	CreateCidr *APICidrCollection `json:"create_cidr,omitempty"` // CreateCidrCollection
 	ChangeCidr *CidrChange        `json:"change_cidr,omitempty"` // ChangeCidrCollection
 	DeleteCidr string             `json:"delete_cidr,omitempty"` // DeleteCidrCollection, by ID
+	// CreatePolicy makes a policy (Version 1) or its next version.
+	CreatePolicy   *route53.TrafficPolicy `json:"create_policy,omitempty"`
+	DeletePolicy   *route53.TrafficPolicy `json:"delete_policy,omitempty"` // Id and Version
+	CreateInstance *APIPolicyInstance     `json:"create_instance,omitempty"`
+	UpdateInstance *APIPolicyInstance     `json:"update_instance,omitempty"` // TTL and policy version
+	DeleteInstance string                 `json:"delete_instance,omitempty"`
 }
 
 // set reports whether c holds a command of its own (Created alone goes with a batch).
 func (c *APIResourceCommand) set() bool {
-	return c.CreateZone != nil || c.DeleteZone != "" || c.CreateCidr != nil || c.ChangeCidr != nil || c.DeleteCidr != ""
+	return c.CreateZone != nil || c.DeleteZone != "" || c.CreateCidr != nil || c.ChangeCidr != nil || c.DeleteCidr != "" ||
+		c.CreatePolicy != nil || c.DeletePolicy != nil || c.CreateInstance != nil || c.UpdateInstance != nil || c.DeleteInstance != ""
 }
 
 // applyResources applies c to a.
@@ -44,6 +56,16 @@ func (a *APIState) applyResources(c *APIResourceCommand) error {
 		return a.createCidr(c.CreateCidr)
 	case c.ChangeCidr != nil:
 		return a.changeCidr(c.ChangeCidr)
+	case c.CreatePolicy != nil:
+		return a.createPolicyVersion(c.CreatePolicy)
+	case c.DeletePolicy != nil:
+		return a.deletePolicyVersion(c.DeletePolicy.Id, c.DeletePolicy.Version)
+	case c.CreateInstance != nil:
+		return a.putInstance(c.CreateInstance, true)
+	case c.UpdateInstance != nil:
+		return a.putInstance(c.UpdateInstance, false)
+	case c.DeleteInstance != "":
+		return a.deleteInstance(c.DeleteInstance)
 	}
 	return a.deleteCidr(c.DeleteCidr)
 }

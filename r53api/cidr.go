@@ -110,8 +110,7 @@ func (s *Server) createCidrCollection(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := &control.APICidrCollection{Id: newCollectionID(), Name: req.Name, CallerReference: req.CallerReference}
-	if e := s.propose(r.Context(), &control.APICommand{APIResourceCommand: control.APIResourceCommand{CreateCidr: c}}); e != nil {
-		e.write(w)
+	if !s.proposed(w, r, &control.APICommand{APIResourceCommand: control.APIResourceCommand{CreateCidr: c}}, "") {
 		return
 	}
 	c.Version = 1
@@ -175,8 +174,7 @@ func (s *Server) changeCidrCollection(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cmd := &control.APICommand{ChangeID: newChangeID(), APIResourceCommand: control.APIResourceCommand{ChangeCidr: ch}}
-	if e := s.propose(r.Context(), cmd); e != nil {
-		e.write(w)
+	if !s.proposed(w, r, cmd, "") {
 		return
 	}
 	writeXML(w, http.StatusOK, changeCidrCollectionResponse{Xmlns: Namespace, Id: cmd.ChangeID})
@@ -223,11 +221,7 @@ func (s *Server) listCidrLocations(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) deleteCidrCollection(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if e := s.propose(r.Context(), &control.APICommand{APIResourceCommand: control.APIResourceCommand{DeleteCidr: id}}); e != nil {
-		if e.code == control.CodeNoSuchCidrCollection {
-			e.status = http.StatusNotFound
-		}
-		e.write(w)
+	if !s.proposed(w, r, &control.APICommand{APIResourceCommand: control.APIResourceCommand{DeleteCidr: id}}, control.CodeNoSuchCidrCollection) {
 		return
 	}
 	writeXML(w, http.StatusOK, deleteCidrCollectionResponse{Xmlns: Namespace})

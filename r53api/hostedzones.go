@@ -151,8 +151,7 @@ func (s *Server) createHostedZone(w http.ResponseWriter, r *http.Request) {
 		hz.Comment = req.HostedZoneConfig.Comment
 	}
 	cmd := &control.APICommand{ChangeID: newChangeID(), APIResourceCommand: control.APIResourceCommand{CreateZone: hz}}
-	if e := s.propose(r.Context(), cmd); e != nil {
-		e.write(w)
+	if !s.proposed(w, r, cmd, "") {
 		return
 	}
 	z := Zone{Name: name, Created: hz}
@@ -174,8 +173,7 @@ func (s *Server) deleteHostedZone(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cmd := &control.APICommand{ChangeID: newChangeID(), APIResourceCommand: control.APIResourceCommand{DeleteZone: z.Name}}
-	if e := s.propose(r.Context(), cmd); e != nil {
-		e.write(w)
+	if !s.proposed(w, r, cmd, "") {
 		return
 	}
 	writeXML(w, http.StatusOK, deleteHostedZoneResponse{Xmlns: Namespace, ChangeInfo: s.changeInfo(cmd.ChangeID)})

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/netip"
 
+	"github.com/healthroute/healthroute/control"
 	"github.com/healthroute/healthroute/view"
 )
 
@@ -31,6 +32,17 @@ func (s *Server) moreRoutes(m *http.ServeMux, v string) {
 	m.HandleFunc("GET "+v+"/cidrcollection/{id}", s.listCidrLocations)
 	m.HandleFunc("GET "+v+"/cidrcollection/{id}/cidrblocks", s.listCidrBlocks)
 	m.HandleFunc("DELETE "+v+"/cidrcollection/{id}", s.deleteCidrCollection)
+	m.HandleFunc("POST "+v+"/trafficpolicy", s.createTrafficPolicy)
+	m.HandleFunc("POST "+v+"/trafficpolicy/{id}", s.createTrafficPolicy)
+	m.HandleFunc("GET "+v+"/trafficpolicy/{id}/{version}", s.getTrafficPolicy)
+	m.HandleFunc("DELETE "+v+"/trafficpolicy/{id}/{version}", s.deleteTrafficPolicy)
+	m.HandleFunc("GET "+v+"/trafficpolicies", s.listTrafficPolicies)
+	m.HandleFunc("GET "+v+"/trafficpolicies/{id}/versions", s.listTrafficPolicyVersions)
+	m.HandleFunc("POST "+v+"/trafficpolicyinstance", s.createPolicyInstance)
+	m.HandleFunc("GET "+v+"/trafficpolicyinstance/{id}", s.getPolicyInstance)
+	m.HandleFunc("POST "+v+"/trafficpolicyinstance/{id}", s.updatePolicyInstance)
+	m.HandleFunc("DELETE "+v+"/trafficpolicyinstance/{id}", s.deletePolicyInstance)
+	m.HandleFunc("GET "+v+"/trafficpolicyinstances", s.listPolicyInstances)
 	m.HandleFunc("DELETE "+v+"/hostedzone/{id}", s.deleteHostedZone)
 }
 
@@ -42,4 +54,18 @@ func decoded(w http.ResponseWriter, r *http.Request, v any) bool {
 		return false
 	}
 	return true
+}
+
+// proposed proposes cmd and answers its refusal (with 404 when its code is
+// notFound) and returns false, or returns true.
+func (s *Server) proposed(w http.ResponseWriter, r *http.Request, cmd *control.APICommand, notFound string) bool {
+	e := s.propose(r.Context(), cmd)
+	if e == nil {
+		return true
+	}
+	if e.code == notFound {
+		e.status = http.StatusNotFound
+	}
+	e.write(w)
+	return false
 }

@@ -341,8 +341,8 @@ func checkBatch(z Zone, req *changeResourceRecordSetsRequest, cmd *control.APICo
 // convertible refuses a zone the importer could not convert: what the state would
 // hold must be what every member can answer from.
 func convertible(z Zone, st *control.APIState) *apiError {
-	sets := sortedSets(st, z.Name)
-	if len(sets) == 0 {
+	sets, records := sortedSets(st, z.Name), st.PolicyRecords(z.Name)
+	if len(sets) == 0 && len(records) == 0 {
 		return nil
 	}
 	var checks []route53.HealthCheck
@@ -352,7 +352,8 @@ func convertible(z Zone, st *control.APIState) *apiError {
 		}
 		checks = append(checks, st.HealthChecks[id].HealthCheck)
 	}
-	if _, err := route53.Convert(route53.Input{Zone: z.Name, RecordSets: sets, HealthChecks: checks, CIDRBlocks: st.CIDRBlocks()}); err != nil {
+	if _, err := route53.Convert(route53.Input{Zone: z.Name, RecordSets: sets, HealthChecks: checks, CIDRBlocks: st.CIDRBlocks(),
+		TrafficPolicies: st.TrafficPolicies(), PolicyRecords: records}); err != nil {
 		return errBatch(err.Error())
 	}
 	return nil
