@@ -145,9 +145,12 @@ func loadRoute53API(cfg *blockConfig, children *map[*health.Spec][]childRef) err
 		checks = append(checks, st.HealthChecks[id].HealthCheck)
 	}
 	for _, zone := range a.loaded(cfg, st) {
-		az := st.Zones[zone]
-		if az == nil {
+		az, records := st.Zones[zone], st.PolicyRecords(zone)
+		if az == nil && len(records) == 0 {
 			continue
+		}
+		if az == nil {
+			az = &control.APIZone{}
 		}
 		sets := make([]route53.ResourceRecordSet, 0, len(az.RecordSets))
 		for _, k := range slices.Sorted(maps.Keys(az.RecordSets)) {
@@ -157,7 +160,8 @@ func loadRoute53API(cfg *blockConfig, children *map[*health.Spec][]childRef) err
 			}
 			sets = append(sets, rs)
 		}
-		res, err := route53.Convert(route53.Input{Zone: zone, RecordSets: sets, HealthChecks: checks, CIDRBlocks: st.CIDRBlocks()})
+		res, err := route53.Convert(route53.Input{Zone: zone, RecordSets: sets, HealthChecks: checks, CIDRBlocks: st.CIDRBlocks(),
+			TrafficPolicies: st.TrafficPolicies(), PolicyRecords: records})
 		if err != nil {
 			return a.at.errorf("route53_api: the API-managed record sets of %s: %v", zone, err)
 		}
