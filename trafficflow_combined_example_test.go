@@ -4,8 +4,10 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/coredns/caddy"
 	"github.com/miekg/dns"
 )
 
@@ -74,5 +76,19 @@ func TestTrafficFlowAWSCombinedExampleServed(t *testing.T) {
 	}
 	if len(seen) < 3 {
 		t.Errorf("%d distinct answers over the clients, want the S3 website and both coasts' load balancers: %v", len(seen), seen)
+	}
+}
+
+// TestRoute53PropertyWithoutRecordsNeedsOneZone: without a records file the
+// policy records' zone is the block's, so a block of two zones is refused, as
+// is a route53 property with neither records nor traffic policies.
+func TestRoute53PropertyWithoutRecordsNeedsOneZone(t *testing.T) {
+	c := caddy.NewTestController("dns", "healthroute {\nroute53 {\ntraffic_policy tp=x.json\n}\n}")
+	c.ServerBlockKeys = []string{"example.com.", "example.net."}
+	if _, err := parse(c); err == nil || !strings.Contains(err.Error(), "without 'records FILE' the block must have one zone") {
+		t.Errorf("two zones, traffic policies only: %v", err)
+	}
+	if _, err := route53Parse(t, "healthroute {\nroute53 {\nhealth_checks x.json\n}\n}"); err == nil || !strings.Contains(err.Error(), "expected a block with 'records FILE' or 'traffic_policy FILE'") {
+		t.Errorf("checks only: %v", err)
 	}
 }
