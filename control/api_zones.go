@@ -118,6 +118,11 @@ func (a *APIState) deleteZone(name string) error {
 	if z := a.Zones[name]; z != nil && len(z.RecordSets) > 0 {
 		return apiRefusal(CodeHostedZoneNotEmpty, "The hosted zone %s contains %d resource record sets other than the default SOA and NS records: delete them first", name, len(z.RecordSets))
 	}
+	for id, in := range a.Instances {
+		if in.Zone == name {
+			return apiRefusal(CodeHostedZoneNotEmpty, "The hosted zone %s holds the traffic policy instance %s: delete it first", name, id)
+		}
+	}
 	delete(a.Hosted, name)
 	return nil
 }

@@ -80,20 +80,26 @@ func (s *Server) allZones() []Zone {
 	return out
 }
 
+// inCreatedBelow returns the hosted zone created through the API below z that
+// holds name, "" when none does: each name is in one hosted zone.
+func (s *Server) inCreatedBelow(z Zone, name string) string {
+	for _, h := range slices.Sorted(maps.Keys(s.state().Hosted)) {
+		if h != z.Name && under(z.Name, h) && under(h, name) {
+			return h
+		}
+	}
+	return ""
+}
+
 // checkZoneTree marks a batch for a zone created through the API, and refuses
 // names that belong to a created zone below the batch's zone: each name is in
 // one hosted zone.
 func (s *Server) checkZoneTree(z Zone, cmd *control.APICommand) *apiError {
 	cmd.Created = z.Created != nil
 	var msgs []string
-	for _, name := range slices.Sorted(maps.Keys(s.state().Hosted)) {
-		if name == z.Name || !under(z.Name, name) {
-			continue
-		}
-		for _, ch := range cmd.Records {
-			if under(name, ch.RecordSet.Name) {
-				msgs = append(msgs, fmt.Sprintf("RRSet with DNS name %s is in the hosted zone %s (%s): change it there", ch.RecordSet.Name, name, ZoneID(name)))
-			}
+	for _, ch := range cmd.Records {
+		if h := s.inCreatedBelow(z, ch.RecordSet.Name); h != "" {
+			msgs = append(msgs, fmt.Sprintf("RRSet with DNS name %s is in the hosted zone %s (%s): change it there", ch.RecordSet.Name, h, ZoneID(h)))
 		}
 	}
 	if len(msgs) > 0 {
@@ -144,6 +150,12 @@ func (s *Server) createHostedZone(w http.ResponseWriter, r *http.Request) {
 				newErr(http.StatusBadRequest, "ConflictingDomainExists", fmt.Sprintf("The hosted zone %s holds record sets at or below %s (%s %s): delete them before creating the zone", zone, name, rs.Name, rs.Type)).write(w)
 				return
 			}
+		}
+	}
+	for _, in := range st.Instances {
+		if in.Zone != name && under(name, in.Record.Name) {
+			newErr(http.StatusBadRequest, "ConflictingDomainExists", fmt.Sprintf("The hosted zone %s holds the traffic policy instance %s at %s, below %s: delete it before creating the zone", in.Zone, in.Record.Id, in.Record.Name, name)).write(w)
+			return
 		}
 	}
 	hz := &control.APIHostedZone{Name: name, CallerReference: req.CallerReference, Created: time.Now().UTC()}

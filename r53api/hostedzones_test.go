@@ -48,6 +48,14 @@ func TestCreatedHostedZoneLifecycle(t *testing.T) {
 			t.Errorf("CreateHostedZone(%s, %s): %v, want %s", aws.ToString(tc.in.Name), aws.ToString(tc.in.CallerReference), err, tc.code)
 		}
 	}
+	tp, err := c.CreateTrafficPolicy(ctx, &route53.CreateTrafficPolicyInput{Name: aws.String("site"), Document: aws.String(failoverDocument)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateTrafficPolicyInstance(ctx, &route53.CreateTrafficPolicyInstanceInput{HostedZoneId: aws.String(ZoneID("example.org.")), Name: aws.String("app.team.example.org"),
+		TTL: aws.Int64(60), TrafficPolicyId: tp.TrafficPolicy.Id, TrafficPolicyVersion: aws.Int32(1)}); code(err) != "InvalidInput" {
+		t.Errorf("an instance in the parent at a name of the created zone: %v, want InvalidInput", err)
+	}
 	a := types.ResourceRecordSet{Name: aws.String("www.team.example.org."), Type: types.RRTypeA, TTL: aws.Int64(60), ResourceRecords: []types.ResourceRecord{{Value: aws.String("192.0.2.7")}}}
 	change := func(zone string, action types.ChangeAction) error {
 		_, err := c.ChangeResourceRecordSets(ctx, &route53.ChangeResourceRecordSetsInput{HostedZoneId: aws.String(zone),

@@ -107,6 +107,9 @@ func (s *Server) createPolicyInstance(w http.ResponseWriter, r *http.Request) {
 	case req.Name == "" || !under(z.Name, name):
 		errInput(fmt.Sprintf("The name %s is not in the hosted zone %s", name, z.Name)).write(w)
 		return
+	case s.inCreatedBelow(*z, name) != "":
+		errInput(fmt.Sprintf("The name %s is in the hosted zone %s: create the instance there", name, s.inCreatedBelow(*z, name))).write(w)
+		return
 	case z.Corefile[name] != "":
 		errInput(fmt.Sprintf("The name %s is defined in the Corefile (%s): it is read-only through the API", name, z.Corefile[name])).write(w)
 		return
