@@ -175,3 +175,21 @@ func (a *APIState) deleteInstance(id string) error {
 	delete(a.Instances, id)
 	return nil
 }
+
+// commentPolicy sets the comment of a policy version.
+func (a *APIState) commentPolicy(tp *route53.TrafficPolicy) error {
+	have := a.Policies[tp.Id]
+	if have == nil {
+		return apiRefusal(CodeNoSuchTrafficPolicy, "No traffic policy exists with the ID %s", tp.Id)
+	}
+	v, ok := have.Versions[tp.Version]
+	if !ok {
+		return apiRefusal(CodeNoSuchTrafficPolicy, "The traffic policy %s has no version %d", tp.Id, tp.Version)
+	}
+	p := *have
+	p.Versions = maps.Clone(p.Versions)
+	v.Comment = tp.Comment
+	p.Versions[tp.Version] = v
+	a.Policies[tp.Id] = &p
+	return nil
+}

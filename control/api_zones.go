@@ -37,12 +37,14 @@ type APIResourceCommand struct {
 	CreateInstance *APIPolicyInstance     `json:"create_instance,omitempty"`
 	UpdateInstance *APIPolicyInstance     `json:"update_instance,omitempty"` // TTL and policy version
 	DeleteInstance string                 `json:"delete_instance,omitempty"`
+	PolicyComment  *route53.TrafficPolicy `json:"policy_comment,omitempty"` // Id, Version and the new Comment
 }
 
 // set reports whether c holds a command of its own (Created alone goes with a batch).
 func (c *APIResourceCommand) set() bool {
 	return c.CreateZone != nil || c.DeleteZone != "" || c.CreateCidr != nil || c.ChangeCidr != nil || c.DeleteCidr != "" ||
-		c.CreatePolicy != nil || c.DeletePolicy != nil || c.CreateInstance != nil || c.UpdateInstance != nil || c.DeleteInstance != ""
+		c.CreatePolicy != nil || c.DeletePolicy != nil || c.CreateInstance != nil || c.UpdateInstance != nil || c.DeleteInstance != "" ||
+		c.PolicyComment != nil
 }
 
 // applyResources applies c to a.
@@ -66,6 +68,8 @@ func (a *APIState) applyResources(c *APIResourceCommand) error {
 		return a.putInstance(c.UpdateInstance, false)
 	case c.DeleteInstance != "":
 		return a.deleteInstance(c.DeleteInstance)
+	case c.PolicyComment != nil:
+		return a.commentPolicy(c.PolicyComment)
 	}
 	return a.deleteCidr(c.DeleteCidr)
 }

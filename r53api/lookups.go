@@ -43,6 +43,10 @@ func (s *Server) moreRoutes(m *http.ServeMux, v string) {
 	m.HandleFunc("POST "+v+"/trafficpolicyinstance/{id}", s.updatePolicyInstance)
 	m.HandleFunc("DELETE "+v+"/trafficpolicyinstance/{id}", s.deletePolicyInstance)
 	m.HandleFunc("GET "+v+"/trafficpolicyinstances", s.listPolicyInstances)
+	m.HandleFunc("GET "+v+"/trafficpolicyinstances/hostedzone", s.listPolicyInstances)
+	m.HandleFunc("GET "+v+"/trafficpolicyinstances/trafficpolicy", s.listPolicyInstances)
+	m.HandleFunc("GET "+v+"/trafficpolicyinstancecount", s.getPolicyInstanceCount)
+	m.HandleFunc("POST "+v+"/trafficpolicy/{id}/{version}", s.updateTrafficPolicyComment)
 	m.HandleFunc("DELETE "+v+"/hostedzone/{id}", s.deleteHostedZone)
 }
 

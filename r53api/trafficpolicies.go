@@ -196,3 +196,25 @@ func (s *Server) listTrafficPolicyVersions(w http.ResponseWriter, r *http.Reques
 	}
 	writeXML(w, http.StatusOK, resp)
 }
+
+// updateTrafficPolicyComment changes a policy version's comment.
+func (s *Server) updateTrafficPolicyComment(w http.ResponseWriter, r *http.Request) {
+	tp, e := s.policyVersion(r)
+	if e != nil {
+		e.write(w)
+		return
+	}
+	var req createTrafficPolicyRequest
+	if !decoded(w, r, &req) {
+		return
+	}
+	if len(req.Comment) > 1024 {
+		errInput("A traffic policy's Comment is at most 1024 characters").write(w)
+		return
+	}
+	tp.Comment = req.Comment
+	if !s.proposed(w, r, &control.APICommand{APIResourceCommand: control.APIResourceCommand{PolicyComment: &tp}}, control.CodeNoSuchTrafficPolicy) {
+		return
+	}
+	writeXML(w, http.StatusOK, trafficPolicyResponse{XMLName: xml.Name{Local: "UpdateTrafficPolicyCommentResponse"}, Xmlns: Namespace, TrafficPolicy: policyXML(tp)})
+}

@@ -71,6 +71,25 @@ func TestTrafficPoliciesVersionsAndInstances(t *testing.T) {
 	if aws.ToString(in.TrafficPolicyInstance.Name) != "www.example.org." || aws.ToString(in.TrafficPolicyInstance.State) != "Applied" || aws.ToString(in.TrafficPolicyInstance.HostedZoneId) != ZoneID("example.org.") {
 		t.Errorf("instance %+v", in.TrafficPolicyInstance)
 	}
+	if n, err := c.GetTrafficPolicyInstanceCount(ctx, &route53.GetTrafficPolicyInstanceCountInput{}); err != nil || aws.ToInt32(n.TrafficPolicyInstanceCount) != 1 {
+		t.Errorf("GetTrafficPolicyInstanceCount: %+v, %v; want 1", n, err)
+	}
+	byZone, err := c.ListTrafficPolicyInstancesByHostedZone(ctx, &route53.ListTrafficPolicyInstancesByHostedZoneInput{HostedZoneId: zone})
+	if err != nil || len(byZone.TrafficPolicyInstances) != 1 {
+		t.Errorf("ListTrafficPolicyInstancesByHostedZone: %+v, %v", byZone, err)
+	}
+	for v, want := range map[int32]int{1: 1, 2: 0} {
+		byPolicy, err := c.ListTrafficPolicyInstancesByPolicy(ctx, &route53.ListTrafficPolicyInstancesByPolicyInput{TrafficPolicyId: id, TrafficPolicyVersion: aws.Int32(v)})
+		if err != nil || len(byPolicy.TrafficPolicyInstances) != want {
+			t.Errorf("ListTrafficPolicyInstancesByPolicy version %d: %+v, %v; want %d", v, byPolicy, err, want)
+		}
+	}
+	if out, err := c.UpdateTrafficPolicyComment(ctx, &route53.UpdateTrafficPolicyCommentInput{Id: id, Version: aws.Int32(2), Comment: aws.String("second")}); err != nil || aws.ToString(out.TrafficPolicy.Comment) != "second" {
+		t.Errorf("UpdateTrafficPolicyComment: %+v, %v", out, err)
+	}
+	if got, err := c.GetTrafficPolicy(ctx, &route53.GetTrafficPolicyInput{Id: id, Version: aws.Int32(2)}); err != nil || aws.ToString(got.TrafficPolicy.Comment) != "second" {
+		t.Errorf("version 2 after its comment changed: %+v, %v", got, err)
+	}
 	if _, err := c.DeleteTrafficPolicy(ctx, &route53.DeleteTrafficPolicyInput{Id: id, Version: aws.Int32(1)}); code(err) != "TrafficPolicyInUse" {
 		t.Errorf("deleting a version in use: %v, want TrafficPolicyInUse", err)
 	}

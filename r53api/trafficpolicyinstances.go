@@ -40,7 +40,7 @@ type policyInstanceResponse struct {
 }
 
 type listPolicyInstancesResponse struct {
-	XMLName                xml.Name            `xml:"ListTrafficPolicyInstancesResponse"`
+	XMLName                xml.Name
 	Xmlns                  string              `xml:"xmlns,attr"`
 	TrafficPolicyInstances []policyInstanceXML `xml:"TrafficPolicyInstances>TrafficPolicyInstance"`
 	IsTruncated            bool
@@ -172,15 +172,50 @@ func (s *Server) deletePolicyInstance(w http.ResponseWriter, r *http.Request) {
 	writeXML(w, http.StatusOK, deletePolicyInstanceResponse{Xmlns: Namespace})
 }
 
-// listPolicyInstances lists every instance in one page, by zone and name.
+// listPolicyInstances lists every instance in one page, by name; by hosted zone
+// (id) or by policy version (id, version) when the path says so.
 func (s *Server) listPolicyInstances(w http.ResponseWriter, r *http.Request) {
 	st := s.state()
-	resp := listPolicyInstancesResponse{Xmlns: Namespace, TrafficPolicyInstances: []policyInstanceXML{}, MaxItems: strconv.Itoa(control.MaxTrafficPolicyInstances)}
+	q := r.URL.Query()
+	keep := func(*control.APIPolicyInstance) bool { return true }
+	root := "ListTrafficPolicyInstancesResponse"
+	switch {
+	case strings.HasSuffix(r.URL.Path, "/hostedzone"):
+		id := strings.TrimPrefix(q.Get("id"), "/hostedzone/")
+		if !slices.ContainsFunc(s.allZones(), func(z Zone) bool { return z.ID() == id }) {
+			errNoZone(id).write(w)
+			return
+		}
+		keep, root = func(in *control.APIPolicyInstance) bool { return ZoneID(in.Zone) == id }, "ListTrafficPolicyInstancesByHostedZoneResponse"
+	case strings.HasSuffix(r.URL.Path, "/trafficpolicy"):
+		id, v := q.Get("id"), q.Get("version")
+		if p := st.Policies[id]; p == nil {
+			errNoPolicy(id).write(w)
+			return
+		}
+		keep = func(in *control.APIPolicyInstance) bool {
+			return in.Record.TrafficPolicyId == id && strconv.Itoa(in.Record.TrafficPolicyVersion) == v
+		}
+		root = "ListTrafficPolicyInstancesByPolicyResponse"
+	}
+	resp := listPolicyInstancesResponse{XMLName: xml.Name{Local: root}, Xmlns: Namespace, TrafficPolicyInstances: []policyInstanceXML{}, MaxItems: strconv.Itoa(control.MaxTrafficPolicyInstances)}
 	for _, in := range st.Instances {
-		resp.TrafficPolicyInstances = append(resp.TrafficPolicyInstances, instanceXML(in))
+		if keep(in) {
+			resp.TrafficPolicyInstances = append(resp.TrafficPolicyInstances, instanceXML(in))
+		}
 	}
 	slices.SortFunc(resp.TrafficPolicyInstances, func(a, b policyInstanceXML) int {
 		return strings.Compare(reversed(control.NormalizeName(a.Name)), reversed(control.NormalizeName(b.Name)))
 	})
 	writeXML(w, http.StatusOK, resp)
+}
+
+type policyInstanceCountResponse struct {
+	XMLName                    xml.Name `xml:"GetTrafficPolicyInstanceCountResponse"`
+	Xmlns                      string   `xml:"xmlns,attr"`
+	TrafficPolicyInstanceCount int
+}
+
+func (s *Server) getPolicyInstanceCount(w http.ResponseWriter, r *http.Request) {
+	writeXML(w, http.StatusOK, policyInstanceCountResponse{Xmlns: Namespace, TrafficPolicyInstanceCount: len(s.state().Instances)})
 }
