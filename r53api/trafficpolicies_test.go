@@ -71,6 +71,11 @@ func TestTrafficPoliciesVersionsAndInstances(t *testing.T) {
 	if aws.ToString(in.TrafficPolicyInstance.Name) != "www.example.org." || aws.ToString(in.TrafficPolicyInstance.State) != "Applied" || aws.ToString(in.TrafficPolicyInstance.HostedZoneId) != ZoneID("example.org.") {
 		t.Errorf("instance %+v", in.TrafficPolicyInstance)
 	}
+	sets, err := c.ListResourceRecordSets(ctx, &route53.ListResourceRecordSetsInput{HostedZoneId: zone, StartRecordName: aws.String("www.example.org")})
+	if err != nil || len(sets.ResourceRecordSets) != 2 || aws.ToString(sets.ResourceRecordSets[0].TrafficPolicyInstanceId) != aws.ToString(iid) ||
+		aws.ToString(sets.ResourceRecordSets[0].Name) != "www.example.org." || sets.ResourceRecordSets[0].Failover != types.ResourceRecordSetFailoverPrimary {
+		t.Errorf("the instance's record sets listed: %+v, %v; want its failover pair, marked with its ID", sets, err)
+	}
 	if n, err := c.GetTrafficPolicyInstanceCount(ctx, &route53.GetTrafficPolicyInstanceCountInput{}); err != nil || aws.ToInt32(n.TrafficPolicyInstanceCount) != 1 {
 		t.Errorf("GetTrafficPolicyInstanceCount: %+v, %v; want 1", n, err)
 	}

@@ -219,3 +219,18 @@ type policyInstanceCountResponse struct {
 func (s *Server) getPolicyInstanceCount(w http.ResponseWriter, r *http.Request) {
 	writeXML(w, http.StatusOK, policyInstanceCountResponse{Xmlns: Namespace, TrafficPolicyInstanceCount: len(s.state().Instances)})
 }
+
+// instanceSets returns the record sets of zone's traffic policy instances, as
+// Route 53 lists them (read-only, with TrafficPolicyInstanceId); none when they
+// do not convert (the state holds only instances that did).
+func instanceSets(st *control.APIState, zone string) []route53.ResourceRecordSet {
+	records := st.PolicyRecords(zone)
+	if len(records) == 0 {
+		return nil
+	}
+	sets, err := route53.PolicyRecordSets(route53.Input{Zone: zone, TrafficPolicies: st.TrafficPolicies(), PolicyRecords: records})
+	if err != nil {
+		return nil
+	}
+	return sets
+}

@@ -198,6 +198,7 @@ func (s *Server) listed(st *control.APIState, z Zone) *listing {
 	if z.ReadOnly != nil {
 		extra = z.ReadOnly.Sets
 	}
+	extra = append(slices.Clip(extra), instanceSets(st, z.Name)...)
 	l.sets, l.orders = sortedWithOrder(st, z.Name, extra...)
 	s.mu.Lock()
 	s.last = l
