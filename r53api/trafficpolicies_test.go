@@ -76,6 +76,9 @@ func TestTrafficPoliciesVersionsAndInstances(t *testing.T) {
 		aws.ToString(sets.ResourceRecordSets[0].Name) != "www.example.org." || sets.ResourceRecordSets[0].Failover != types.ResourceRecordSetFailoverPrimary {
 		t.Errorf("the instance's record sets listed: %+v, %v; want its failover pair, marked with its ID", sets, err)
 	}
+	if hz, err := c.GetHostedZone(ctx, &route53.GetHostedZoneInput{Id: zone}); err != nil || aws.ToInt64(hz.HostedZone.ResourceRecordSetCount) != 3 {
+		t.Errorf("GetHostedZone counts %+v, %v; want the record set and the instance's 2", hz, err)
+	}
 	if n, err := c.GetTrafficPolicyInstanceCount(ctx, &route53.GetTrafficPolicyInstanceCountInput{}); err != nil || aws.ToInt32(n.TrafficPolicyInstanceCount) != 1 {
 		t.Errorf("GetTrafficPolicyInstanceCount: %+v, %v; want 1", n, err)
 	}

@@ -41,6 +41,7 @@ func (s *Server) hostedZone(z Zone, st *control.APIState) hostedZone {
 	if z.ReadOnly != nil {
 		n += len(z.ReadOnly.Sets)
 	}
+	n += len(instanceSets(st, z.Name))
 	hz := hostedZone{Id: "/hostedzone/" + z.ID(), Name: z.Name, CallerReference: "healthroute " + z.Name,
 		Config: zoneConfig{Comment: "served by healthroute"}, ResourceRecordSetCount: int64(n)}
 	if c := z.Created; c != nil {
