@@ -70,8 +70,11 @@ func parseRoute53(c *caddy.Controller, cfg *blockConfig, args []string) error {
 	if err != nil {
 		return err
 	}
-	if r.files.Records == "" {
-		return c.Errf("route53: expected a block with 'records FILE'")
+	switch {
+	case r.files.Records == "" && len(r.files.TrafficPolicies) == 0:
+		return c.Errf("route53: expected a block with 'records FILE' or 'traffic_policy FILE'")
+	case r.files.Records == "" && len(cfg.Zones) != 1:
+		return c.Errf("route53: without 'records FILE' the block must have one zone, the policy records' zone; it has %d", len(cfg.Zones))
 	}
 	cfg.Route53 = r
 	return nil
@@ -97,16 +100,24 @@ func loadRoute53(cfg *blockConfig, children *map[*health.Spec][]childRef) (err e
 	if len(cfg.Zones) == 1 {
 		in.Zone = cfg.Zones[0]
 	}
+	name := r.files.Records // the file errors and the converted lines are named for
+	if name == "" {
+		p := r.files.TrafficPolicies[0]
+		if _, file, ok := strings.Cut(p, "="); ok {
+			p = file
+		}
+		name = p
+	}
 	res, err := route53.Convert(in)
 	if err != nil {
-		return r.pos.errorf("route53: %s: %v", r.files.Records, err)
+		return r.pos.errorf("route53: %s: %v", name, err)
 	}
 	for _, w := range res.Warnings {
-		log.Warningf("route53: %s: %s", r.files.Records, w)
+		log.Warningf("route53: %s: %s", name, w)
 	}
 	// The converted lines are read by the Corefile's own parser, named for the file
 	// they came from.
-	c := &caddy.Controller{Dispenser: caddyfile.NewDispenser(r.files.Records+" (converted)", strings.NewReader("route53 {\n"+res.Corefile+"}\n"))}
+	c := &caddy.Controller{Dispenser: caddyfile.NewDispenser(name+" (converted)", strings.NewReader("route53 {\n"+res.Corefile+"}\n"))}
 	c.Next()
 	return block(c, func(key string, args []string) error {
 		if key != "region" && key != "check" && key != "record" {

@@ -29,6 +29,9 @@ type route53APIConfig struct {
 	corefile  map[string]string // Corefile record names -> "file:line", read-only through the API
 	apiChecks map[string]bool   // the checks the API manages, by name (their ID)
 	served    []r53api.Zone     // the hosted zones, as startRoute53API made them
+	// Hosted: the hosted zones created through the API at or below the block's
+	// zones are served here (the hosted_zones property).
+	Hosted bool
 }
 
 // parseRoute53API reads the route53_api property.
@@ -44,6 +47,13 @@ func parseRoute53API(c *caddy.Controller, cfg *blockConfig, args []string) error
 	err := block(c, func(key string, v []string) error {
 		if err := opts.once(c, "route53_api: ", key); err != nil {
 			return err
+		}
+		if key == "hosted_zones" {
+			if len(v) != 0 {
+				return c.Errf("route53_api: hosted_zones takes no value, it has %d", len(v))
+			}
+			a.Hosted = true
+			return nil
 		}
 		arg, err := oneArg(c, v)
 		if err != nil {
@@ -74,7 +84,7 @@ func parseRoute53API(c *caddy.Controller, cfg *blockConfig, args []string) error
 		case "burst":
 			a.Limits.Burst, err = num(1, 100000)
 		default:
-			return c.Errf("route53_api: unknown property '%s', expected access_keys, max_connections, max_body, rate or burst", key)
+			return c.Errf("route53_api: unknown property '%s', expected access_keys, hosted_zones, max_connections, max_body, rate or burst", key)
 		}
 		return err
 	})
@@ -130,10 +140,13 @@ func loadRoute53API(cfg *blockConfig, children *map[*health.Spec][]childRef) err
 	for _, id := range slices.Sorted(maps.Keys(st.HealthChecks)) {
 		checks = append(checks, st.HealthChecks[id].HealthCheck)
 	}
-	for _, zone := range cfg.Zones {
-		az := st.Zones[zone]
-		if az == nil {
+	for _, zone := range a.loaded(cfg, st) {
+		az, records := st.Zones[zone], st.PolicyRecords(zone)
+		if az == nil && len(records) == 0 {
 			continue
+		}
+		if az == nil {
+			az = &control.APIZone{}
 		}
 		sets := make([]route53.ResourceRecordSet, 0, len(az.RecordSets))
 		for _, k := range slices.Sorted(maps.Keys(az.RecordSets)) {
@@ -143,7 +156,8 @@ func loadRoute53API(cfg *blockConfig, children *map[*health.Spec][]childRef) err
 			}
 			sets = append(sets, rs)
 		}
-		res, err := route53.Convert(route53.Input{Zone: zone, RecordSets: sets, HealthChecks: checks})
+		res, err := route53.Convert(route53.Input{Zone: zone, RecordSets: sets, HealthChecks: checks, CIDRBlocks: st.CIDRBlocks(),
+			TrafficPolicies: st.TrafficPolicies(), PolicyRecords: records})
 		if err != nil {
 			// The replicated state converts every zone it accepts (the state machine
 			// checks each batch); one that does not is an earlier version's. Refusing
@@ -180,6 +194,21 @@ func loadRoute53API(cfg *blockConfig, children *map[*health.Spec][]childRef) err
 	return nil
 }
 
+// loaded returns the zones whose API-managed record sets the block serves: its
+// own, and with hosted_zones those created through the API below them.
+func (a *route53APIConfig) loaded(cfg *blockConfig, st *control.APIState) []string {
+	out := slices.Clone(cfg.Zones)
+	if !a.Hosted {
+		return out
+	}
+	for _, name := range slices.Sorted(maps.Keys(st.Hosted)) {
+		if !slices.Contains(out, name) && slices.ContainsFunc(cfg.Zones, func(z string) bool { return z == "." || inZone(z, name) }) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
 func hasRegion(cfg *blockConfig, name string) bool { _, ok := cfg.Regions[name]; return ok }
 
 // zones returns the hosted zones the block serves through the API.
@@ -198,7 +227,7 @@ func (a *route53APIConfig) zones(cfg *blockConfig) []r53api.Zone {
 				ro[n] = at
 			}
 		}
-		out = append(out, r53api.Zone{Name: z, Corefile: ro, Checks: checks, ReadOnly: &r53api.ReadOnly{Sets: corefileSets(cfg, z)}})
+		out = append(out, r53api.Zone{Name: z, Corefile: ro, Checks: checks, ReadOnly: &r53api.ReadOnly{Sets: corefileSets(cfg, z)}, Delegates: a.Hosted})
 	}
 	return out
 }

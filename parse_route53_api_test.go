@@ -31,6 +31,7 @@ func TestRoute53APIParseErrors(t *testing.T) {
 		{"missing key file", "healthroute {\nroute53_api 127.0.0.1:8054 {\naccess_keys " + filepath.Join(dir, "nope") + "\n}\n}", 3, "route53_api: access_keys: open"},
 		{"bad key file", "healthroute {\nroute53_api 127.0.0.1:8054 {\naccess_keys " + bad + "\n}\n}", 3, bad + ":1: a line of 1 fields, expected ACCESS_KEY_ID SECRET_ACCESS_KEY"},
 		{"unknown property", "healthroute {\nroute53_api 127.0.0.1:8054 {\naccess_keys " + keys + "\ntls on\n}\n}", 4, "route53_api: unknown property 'tls'"},
+		{"hosted_zones with a value", "healthroute {\nroute53_api 127.0.0.1:8054 {\naccess_keys " + keys + "\nhosted_zones yes\n}\n}", 4, "route53_api: hosted_zones takes no value, it has 1"},
 		{"rate out of range", "healthroute {\nroute53_api 127.0.0.1:8054 {\naccess_keys " + keys + "\nrate 0\n}\n}", 4, "route53_api: rate: invalid value '0', expected a number from 1 to 100000"},
 		{"bad max_body", "healthroute {\nroute53_api 127.0.0.1:8054 {\naccess_keys " + keys + "\nmax_body lots\n}\n}", 4, "route53_api: max_body: invalid value 'lots'"},
 		{"given twice", "healthroute {\nroute53_api 127.0.0.1:8054 {\naccess_keys " + keys + "\n}\nroute53_api 127.0.0.1:8055 {\naccess_keys " + keys + "\n}\n}", 5, "route53_api is given twice (first at line 2)"},

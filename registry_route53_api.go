@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net"
 	"slices"
 	"sync"
 	"time"
@@ -93,7 +94,7 @@ func (r *registry) startRoute53API(cfg *blockConfig) error {
 	l := api.listeners[a.Addr]
 	if l == nil {
 		srv, err := r53api.Start(a.Addr, a.KeyFile, a.Limits, r53api.Backend{Node: r.controlNode, Zones: api.zones, Status: r.checkStatus,
-			Services: arc.Services(arc.Backend{Node: r.controlNode, Resources: r.azResources})})
+			Services: arc.Services(arc.Backend{Node: r.controlNode, Resources: r.azResources}), Lookups: r.apiLookups()})
 		if err != nil {
 			return a.at.errorf("route53_api %s: %v", a.Addr, err)
 		}
@@ -229,7 +230,8 @@ func (r *registry) checkStatus(id string) []r53api.Observation {
 			if c.Fleet != nil {
 				var out []r53api.Observation
 				for _, m := range c.Fleet.Members {
-					out = append(out, r53api.Observation{Checker: m.Member, Healthy: !m.Down, At: m.Observed,
+					host, _, _ := net.SplitHostPort(m.Address)
+					out = append(out, r53api.Observation{Checker: m.Member, Healthy: !m.Down, At: m.Observed, Addr: host, Reason: m.Error,
 						Detail: fmt.Sprintf("reachable %t, counted %t", m.Reachable, m.Counted)})
 				}
 				return out
@@ -238,7 +240,7 @@ func (r *registry) checkStatus(id string) []r53api.Observation {
 			if n := r.controlNode(); n != nil {
 				name = n.Name()
 			}
-			return []r53api.Observation{{Checker: name, Healthy: c.Healthy, At: c.LastProbe, Detail: c.LastError}}
+			return []r53api.Observation{{Checker: name, Healthy: c.Healthy, At: c.LastProbe, Detail: c.LastError, Reason: c.LastError}}
 		}
 	}
 	return nil

@@ -40,6 +40,7 @@ type APIState struct {
 	Changes      []APIChangeInfo              `json:"changes,omitempty"`       // newest last
 	Serves       map[string]uint64            `json:"serves,omitempty"`        // member -> the Gen its DNS answers come from
 	Replays      *Replays                     `json:"replays,omitempty"`       // the signed requests decided (api_replay.go)
+	APIResources
 }
 
 // APIZone is one zone's API-managed record sets, by RecordKey.
@@ -90,6 +91,7 @@ type APICommand struct {
 	// Reserved are the names of the Corefile's checks of a batch's zone, which API
 	// health checks may not take (the member the batch came through names them).
 	Reserved []string `json:"reserved,omitempty"`
+	APIResourceCommand
 }
 
 // RecordKey identifies a record set in its zone: name, type and set identifier.
@@ -130,6 +132,7 @@ func (a *APIState) clone() *APIState {
 	}
 	c.Changes = slices.Clone(a.Changes)
 	c.Serves = maps.Clone(a.Serves)
+	c.APIResources = a.APIResources.clone()
 	return &c
 }
 
@@ -165,7 +168,9 @@ func (s *State) applyAPI(index uint64, cmd *Command) error {
 			a.Serves[cmd.Member] = c.Serve
 		}
 	case c.Zone != "":
-		err = a.applyRecords(c)
+		err = a.applyZoneRecords(c)
+	case c.APIResourceCommand.set():
+		err = a.applyResources(c)
 	case c.CreateCheck != nil:
 		err = a.createCheck(c.CreateCheck)
 	case c.UpdateCheck != nil:
@@ -280,8 +285,12 @@ func (a *APIState) Convertible(zone string, reserved []string) error {
 // through two members cannot together leave a zone no member can answer from.
 // sets are converted in listing order, so the importer reports the same first
 // error on every member.
+// The zone's traffic policy instances (policy records) are converted with them,
+// with the API's traffic policies and CIDR collections, as the block converts
+// the zone (an account holds few instances).
 func (a *APIState) convert(zone string, sets []route53.ResourceRecordSet, reserved []string) error {
-	if len(sets) == 0 {
+	records := a.PolicyRecords(zone)
+	if len(sets) == 0 && len(records) == 0 {
 		return nil
 	}
 	var checks []route53.HealthCheck
@@ -292,7 +301,8 @@ func (a *APIState) convert(zone string, sets []route53.ResourceRecordSet, reserv
 		checks = append(checks, a.HealthChecks[id].HealthCheck)
 	}
 	slices.SortFunc(sets, func(x, y route53.ResourceRecordSet) int { return CompareListing(&x, &y) })
-	_, err := route53.Convert(route53.Input{Zone: zone, RecordSets: sets, HealthChecks: checks})
+	_, err := route53.Convert(route53.Input{Zone: zone, RecordSets: sets, HealthChecks: checks, CIDRBlocks: a.CIDRBlocks(),
+		TrafficPolicies: a.TrafficPolicies(), PolicyRecords: records})
 	return err
 }
 
@@ -337,19 +347,21 @@ func affected(held, after map[string]route53.ResourceRecordSet, records []Record
 }
 
 // CompareListing orders record sets as Route 53's listings do: by name with its
-// labels reversed ("www.example.org." -> "org.example.www"), then type, then set
-// identifier.
+// labels reversed and the trailing dot kept ("www.example.org." ->
+// "org.example.www."), then type, then set identifier.
 func CompareListing(x, y *route53.ResourceRecordSet) int {
 	return cmp.Or(cmp.Compare(ReversedName(NormalizeName(x.Name)), ReversedName(NormalizeName(y.Name))),
 		cmp.Compare(strings.ToUpper(x.Type), strings.ToUpper(y.Type)), cmp.Compare(x.SetIdentifier, y.SetIdentifier))
 }
 
-// ReversedName returns a name with its labels reversed ("www.example.org." ->
-// "org.example.www"), the order of Route 53's listings.
+// ReversedName returns a name with its labels reversed and the trailing dot kept
+// ("www.example.org." -> "org.example.www."), the key of Route 53's listings. The
+// dot counts: "a-b.example.org." ("org.example.a-b.") sorts before
+// "a.example.org." ("org.example.a."), since '-' comes before '.' in ASCII.
 func ReversedName(name string) string {
 	labels := strings.Split(strings.TrimSuffix(name, "."), ".")
 	slices.Reverse(labels)
-	return strings.Join(labels, ".")
+	return strings.Join(labels, ".") + "."
 }
 
 func setIDPart(rs route53.ResourceRecordSet) string {

@@ -243,7 +243,7 @@ func (s *Server) getHealthCheckStatus(w http.ResponseWriter, r *http.Request) {
 			if o.Healthy {
 				status = "Success: " + o.Detail
 			}
-			resp.HealthCheckObservations = append(resp.HealthCheckObservations, healthCheckObservation{Region: o.Checker,
+			resp.HealthCheckObservations = append(resp.HealthCheckObservations, healthCheckObservation{Region: o.Checker, IPAddress: o.Addr,
 				StatusReport: statusReport{Status: strings.TrimSuffix(status, ": "), CheckedTime: o.At.UTC().Format(time.RFC3339Nano)}})
 		}
 	}

@@ -251,3 +251,41 @@ func TestRefusedBatchStaysRefused(t *testing.T) {
 		t.Errorf("the zone holds %v, want nothing", sets)
 	}
 }
+
+// TestPolicyInstanceSentAgainChangesNothing: an instance call goes through the
+// same path as a batch, so a signed CreateTrafficPolicyInstance sent again (as
+// captured) is decided once: it makes no second instance, and a signed
+// DeleteTrafficPolicyInstance sent again is refused as decided.
+func TestPolicyInstanceSentAgainChangesNothing(t *testing.T) {
+	s, c := startTest(t, DefaultLimits, Zone{Name: "example.org."})
+	ctx := context.Background()
+	tp, err := c.CreateTrafficPolicy(ctx, &route53.CreateTrafficPolicyInput{Name: aws.String("site"), Document: aws.String(failoverDocument)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now()
+	body := `<?xml version="1.0" encoding="UTF-8"?><CreateTrafficPolicyInstanceRequest xmlns="https://route53.amazonaws.com/doc/2013-04-01/"><HostedZoneId>` +
+		ZoneID("example.org.") + `</HostedZoneId><Name>www.example.org</Name><TTL>60</TTL><TrafficPolicyId>` + aws.ToString(tp.TrafficPolicy.Id) +
+		`</TrafficPolicyId><TrafficPolicyVersion>1</TrafficPolicyVersion></CreateTrafficPolicyInstanceRequest>`
+	if code, _, b := answer(t, signed(t, s.Addr(), "POST", "/2013-04-01/trafficpolicyinstance", body, at)); code != http.StatusCreated {
+		t.Fatalf("the instance: %d %s", code, b)
+	}
+	if code, ec, b := answer(t, signed(t, s.Addr(), "POST", "/2013-04-01/trafficpolicyinstance", body, at)); code != http.StatusBadRequest || ec != "InvalidInput" {
+		t.Errorf("the instance sent again: %d %s, want 400 InvalidInput", code, b)
+	}
+	if n := len(s.state().Instances); n != 1 {
+		t.Errorf("%d instances, want 1", n)
+	}
+	var id string
+	for id = range s.state().Instances {
+	}
+	del := signed(t, s.Addr(), "DELETE", "/2013-04-01/trafficpolicyinstance/"+id, "", at)
+	if code, _, b := answer(t, del); code != http.StatusOK {
+		t.Fatalf("the delete: %d %s", code, b)
+	}
+	// Sent again, the delete is refused as decided before (not judged afresh as
+	// an instance that does not exist).
+	if code, ec, b := answer(t, signed(t, s.Addr(), "DELETE", "/2013-04-01/trafficpolicyinstance/"+id, "", at)); code != http.StatusBadRequest || ec != "InvalidInput" {
+		t.Errorf("the delete sent again: %d %s, want 400 InvalidInput", code, b)
+	}
+}

@@ -62,6 +62,11 @@ type Zone struct {
 	// ReadOnly are the Corefile's record sets, as Route 53 would list them: listed
 	// beside the API's, never changed through it. nil: none.
 	ReadOnly *ReadOnly
+	// Delegates: hosted zones created through the API at or below this zone's
+	// name are served by its block (CreateHostedZone).
+	Delegates bool
+	// Created is a hosted zone created through the API, served by its parent's block.
+	Created *control.APIHostedZone
 }
 
 // ReadOnly holds a zone's Corefile record sets; a listing's cache knows them by
@@ -80,6 +85,8 @@ type Observation struct {
 	Healthy bool
 	At      time.Time
 	Detail  string
+	Addr    string // the checker's address, "" when unknown
+	Reason  string // the checker's last failure reason, kept once probes pass; "" when none is known
 }
 
 // Backend is what the API reads and changes: the replicated state's node and the
@@ -91,6 +98,7 @@ type Backend struct {
 	// Services serve the requests signed for another service of OtherServices, by
 	// its signing name, once authenticated and paced; nil or missing: refused.
 	Services map[string]AuthedHandler
+	Lookups
 }
 
 // AuthedHandler serves an authenticated request of another service: body is the
@@ -246,6 +254,7 @@ func (s *Server) routes() {
 	m.HandleFunc("POST "+v+"/tags/{type}/{id}", s.changeTags)
 	m.HandleFunc("GET "+v+"/tags/{type}/{id}", s.listTags)
 	m.HandleFunc("POST "+v+"/tags/{type}", s.listTagsForResources)
+	s.moreRoutes(m, v)
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		newErr(http.StatusBadRequest, "InvalidAction", "The action or operation requested is invalid: "+r.Method+" "+r.URL.Path+" is not an action of Route 53 API 2013-04-01 that this endpoint supports").write(w)
 	})
@@ -255,7 +264,7 @@ func (s *Server) routes() {
 // zone returns the zone the request's {id} names.
 func (s *Server) zone(r *http.Request) (Zone, *apiError) {
 	id := strings.TrimPrefix(r.PathValue("id"), "/hostedzone/")
-	for _, z := range s.be.Zones() {
+	for _, z := range s.allZones() {
 		if z.ID() == id {
 			return z, nil
 		}

@@ -30,6 +30,12 @@ const (
 // temporary data directory, serving zones, and returns an SDK client for it.
 func startTest(t testing.TB, lim Limits, zones ...Zone) (*Server, *route53.Client) {
 	t.Helper()
+	return startBackend(t, lim, Backend{Zones: func() []Zone { return zones }})
+}
+
+// startBackend is startTest with be's zones and lookups; its Node is the test's.
+func startBackend(t testing.TB, lim Limits, be Backend) (*Server, *route53.Client) {
+	t.Helper()
 	dir := t.TempDir()
 	keys := filepath.Join(dir, "keys")
 	if err := os.WriteFile(keys, []byte(testKeyID+" "+testSecret+"\n"), 0o600); err != nil {
@@ -41,7 +47,8 @@ func startTest(t testing.TB, lim Limits, zones ...Zone) (*Server, *route53.Clien
 	}
 	t.Cleanup(n.Close)
 	coretest.WaitUntil(t, 10*time.Second, "the node leads", func() bool { return n.Status().CanChange }, func() string { return n.Status().State })
-	s, err := Start("127.0.0.1:0", keys, lim, Backend{Node: func() *control.Node { return n }, Zones: func() []Zone { return zones }})
+	be.Node = func() *control.Node { return n }
+	s, err := Start("127.0.0.1:0", keys, lim, be)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ func (s *Server) resource(typ, id string) (string, *apiError) {
 		}
 	case "hostedzone":
 		id = strings.TrimPrefix(id, "/hostedzone/")
-		if !slices.ContainsFunc(s.be.Zones(), func(z Zone) bool { return z.ID() == id }) {
+		if !slices.ContainsFunc(s.allZones(), func(z Zone) bool { return z.ID() == id }) {
 			return "", errNoZone(id)
 		}
 	default:

@@ -41,13 +41,18 @@ func (s *Server) hostedZone(z Zone, st *control.APIState) hostedZone {
 	if z.ReadOnly != nil {
 		n += len(z.ReadOnly.Sets)
 	}
-	return hostedZone{Id: "/hostedzone/" + z.ID(), Name: z.Name, CallerReference: "healthroute " + z.Name,
+	n += len(instanceSets(st, z.Name))
+	hz := hostedZone{Id: "/hostedzone/" + z.ID(), Name: z.Name, CallerReference: "healthroute " + z.Name,
 		Config: zoneConfig{Comment: "served by healthroute"}, ResourceRecordSetCount: int64(n)}
+	if c := z.Created; c != nil {
+		hz.CallerReference, hz.Config.Comment = c.CallerReference, c.Comment
+	}
+	return hz
 }
 
 // sortedZones returns the zones in Route 53's order: by name, labels reversed.
 func (s *Server) sortedZones() []Zone {
-	zs := s.be.Zones()
+	zs := s.allZones()
 	slices.SortFunc(zs, func(a, b Zone) int { return cmp.Compare(reversed(a.Name), reversed(b.Name)) })
 	return zs
 }
@@ -188,6 +193,7 @@ func (s *Server) listed(st *control.APIState, z Zone) *listing {
 	if z.ReadOnly != nil {
 		extra = z.ReadOnly.Sets
 	}
+	extra = append(slices.Clip(extra), instanceSets(st, z.Name)...)
 	l.sets, l.orders = sortedWithOrder(st, z.Name, extra...)
 	s.mu.Lock()
 	s.last = l
@@ -267,14 +273,17 @@ func (s *Server) applyBatch(ctx context.Context, z Zone, req *changeResourceReco
 	if e := batchFields(req); e != nil {
 		return "", e
 	}
-	cmd := &control.APICommand{ChangeID: newChangeID(), Comment: req.ChangeBatch.Comment, Zone: z.Name, Reserved: z.Checks}
+	cmd := &control.APICommand{ChangeID: newChangeID(), Comment: req.ChangeBatch.Comment, Zone: z.Name, Reserved: z.Checks,
+		APIResourceCommand: control.APIResourceCommand{Created: z.Created != nil}}
 	if e := checkBatch(z, req, cmd); e != nil { // refused for what it asks: sent again later, it stays refused
 		s.refused(ctx)
 		return "", e
 	}
-	// The state machine decides whether each change applies and whether the zone
-	// still converts after the batch (control.APIState.applyRecords), in the
-	// leader's order; a refusal there is remembered with the request (Request).
+	// The state machine decides whether each change applies, whether a name is
+	// in a hosted zone created below this one, and whether the zone still
+	// converts after the batch with the API's CIDR collections and traffic
+	// policy instances (control.APIState.applyZoneRecords), in the leader's
+	// order; a refusal there is remembered with the request (Request).
 	if e := s.propose(ctx, cmd); e != nil {
 		return "", e
 	}
@@ -367,5 +376,5 @@ func (s *Server) getChange(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getHostedZoneCount(w http.ResponseWriter, r *http.Request) {
-	writeXML(w, http.StatusOK, getHostedZoneCountResponse{Xmlns: Namespace, HostedZoneCount: int64(len(s.be.Zones()))})
+	writeXML(w, http.StatusOK, getHostedZoneCountResponse{Xmlns: Namespace, HostedZoneCount: int64(len(s.allZones()))})
 }

@@ -540,9 +540,10 @@ func (c *converter) checkAliases() error {
 // types cannot share one.
 func (c *converter) writeRecords(b *strings.Builder) error {
 	served := c.servedTypes()
+	memo := map[string]int{}
 	for _, n := range c.names {
 		gs := c.byName[n]
-		if err := cnameAlone(gs); err != nil {
+		if err := c.cnameAlone(gs, memo); err != nil {
 			return err
 		}
 		if lines, ttl, ok := c.merge(gs, served); ok {
@@ -563,12 +564,14 @@ func (c *converter) writeRecords(b *strings.Builder) error {
 
 // cnameAlone refuses a CNAME member (a CNAME record set, or an alias answered with
 // a CNAME) that would share its name with other records: the answer would be invalid
-// DNS, and healthroute refuses it.
-func cnameAlone(gs []*group) error {
+// DNS, and healthroute refuses it. An in-zone alias counts as what its target
+// answers, following aliases: beside an alias to a rule whose endpoints are all
+// answered with CNAMEs (AWS resources), a CNAME is not mixed with anything.
+func (c *converter) cnameAlone(gs []*group, memo map[string]int) error {
 	var cname, other *member
 	for _, g := range gs {
 		for _, m := range g.members {
-			if strings.HasPrefix(m.target, "CNAME ") {
+			if m.aliasTo != "" && c.answerKinds(m.aliasTo, memo) == kindCNAME || m.aliasTo == "" && strings.HasPrefix(m.target, "CNAME ") {
 				if cname == nil {
 					cname = m
 				}

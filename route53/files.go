@@ -12,7 +12,7 @@ import (
 
 // Files names the JSON files of a hosted zone.
 type Files struct {
-	Records      string   // list-resource-record-sets output or a change batch; "-" for standard input
+	Records      string   // list-resource-record-sets output or a change batch; "-" for standard input; "" for none (traffic policies only)
 	HealthChecks string   // list-health-checks output; "" for none
 	CIDRBlocks   []string // list-cidr-blocks output of each collection, [COLLECTION_ID=]FILE
 	// TrafficPolicies are get-traffic-policy or list-traffic-policy-versions output,
@@ -29,7 +29,10 @@ type Files struct {
 
 // Paths returns every file f names.
 func (f Files) Paths() []string {
-	out := []string{f.Records}
+	var out []string
+	if f.Records != "" {
+		out = append(out, f.Records)
+	}
 	if f.HealthChecks != "" {
 		out = append(out, f.HealthChecks)
 	}
@@ -58,8 +61,13 @@ func (f *Files) Load() (Input, error) {
 	var in Input
 	var err error
 	f.Read = 0
-	if in.RecordSets, err = readFile(f, f.Records, ReadRecordSets); err != nil {
-		return in, err
+	if f.Records == "" && len(f.TrafficPolicies) == 0 {
+		return in, errors.New("no records file and no traffic policy: nothing to load")
+	}
+	if f.Records != "" {
+		if in.RecordSets, err = readFile(f, f.Records, ReadRecordSets); err != nil {
+			return in, err
+		}
 	}
 	if f.HealthChecks != "" {
 		if in.HealthChecks, err = readFile(f, f.HealthChecks, ReadHealthChecks); err != nil {

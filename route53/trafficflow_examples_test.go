@@ -30,7 +30,7 @@ func awsExample(t *testing.T, file, name string) (*Result, error) {
 // file (go test -update rewrites them). Endpoints that are AWS resources (ELB, S3
 // website) become a CNAME to their DNS name, with a warning each.
 func TestTrafficFlowAWSExamples(t *testing.T) {
-	examples := map[string]string{"failover": "www.example.com.", "geolocation": "geo.example.com.",
+	examples := map[string]string{"failover": "www.example.com.", "geolocation": "geo.example.com.", "combined": "mixed.example.com.",
 		"geoproximity-2015-values": "near.example.com.", "geoproximity-2023-values": "near.example.com.",
 		"latency": "fast.example.com.", "weighted": "rr.example.com."}
 	for base, name := range examples {
@@ -61,7 +61,9 @@ func TestTrafficFlowAWSExamples(t *testing.T) {
 // the bucket's website endpoint in its region; such an endpoint is refused, naming
 // it, for a record type a CNAME cannot stand for, and in a rule whose other items
 // answer addresses or refer to rules (a CNAME must be alone at its name), as in the
-// reference's combined and geoproximity examples.
+// reference's geoproximity example. An alias to a rule whose endpoints are all
+// answered with CNAMEs is a CNAME too: the combined example (geolocation, latency
+// and failover over load balancers, an S3 website by default) converts.
 func TestTrafficFlowAWSResourceEndpoints(t *testing.T) {
 	res, err := awsExample(t, "failover.json", "www.example.com.")
 	if err != nil {
@@ -80,7 +82,6 @@ func TestTrafficFlowAWSResourceEndpoints(t *testing.T) {
 		}
 	}
 	for file, want := range map[string][2]string{
-		"combined.json":          {"geo_restriction", `("denied_message"): the CNAME that answers its alias would share the name with the A record set ("region_selector")`},
 		"geoproximity-2015.json": {"geoprox-rule", `("aws-us-west-1-region"): the CNAME that answers its alias would share the name with the A record set ("london-data-center")`},
 	} {
 		_, err := awsExample(t, file, "mixed.example.com.")

@@ -36,7 +36,7 @@ func (f *cidrFlags) Set(s string) error { *f = append(*f, s); return nil }
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("healthroute-import", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	records := fs.String("records", "", "`FILE` of aws route53 list-resource-record-sets output, or a change batch; - for standard input (required)")
+	records := fs.String("records", "", "`FILE` of aws route53 list-resource-record-sets output, or a change batch; - for standard input (required without -traffic-policy)")
 	checks := fs.String("checks", "", "`FILE` of aws route53 list-health-checks output")
 	zone := fs.String("zone", "", "the hosted zone's `NAME`; default: the SOA record set's name")
 	maxSize := fs.String("max-file-size", "64M", "the size limit of each file: bytes, or with K, M or G (KiB, MiB, GiB), from 1K to 4G")
@@ -46,13 +46,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	policyRecords := fs.String("policy-records", "", "`FILE` of aws route53 list-traffic-policy-instances output: the policy records that bind the traffic policies to names and TTLs")
 	fs.Var(&cidrs, "cidr", "`[COLLECTION_ID=]FILE` of aws route53 list-cidr-blocks output; repeat for each collection (without an ID: any collection)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: healthroute-import -records FILE [-checks FILE] [-cidr [COLLECTION_ID=]FILE]... [-zone NAME] [-block-ttl] [-traffic-policy [POLICY_ID[:VERSION]=]FILE]... [-policy-records FILE] [-max-file-size SIZE]")
+		fmt.Fprintln(stderr, "usage: healthroute-import {-records FILE | -zone NAME -traffic-policy FILE} [-checks FILE] [-cidr [COLLECTION_ID=]FILE]... [-zone NAME] [-block-ttl] [-traffic-policy [POLICY_ID[:VERSION]=]FILE]... [-policy-records FILE] [-max-file-size SIZE]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if *records == "" || fs.NArg() > 0 {
+	if *records == "" && len(policies) == 0 || fs.NArg() > 0 {
 		fs.Usage()
 		return 2
 	}
