@@ -110,7 +110,7 @@ func TestRoute53AZAffinityRoundTrip(t *testing.T) {
 			}
 		}
 	}
-	for _, w := range []string{"Regions us-east-1, eu-west-1, ap-southeast-1 kept as `regions`", "MeasureLatency has no equivalent", "HealthThreshold 0: always healthy", "HealthThreshold 3 is more than its 2 children: always unhealthy",
+	for _, w := range []string{"Regions us-east-1, eu-west-1, ap-southeast-1 kept as `regions`", "HealthThreshold 0: always healthy", "HealthThreshold 3 is more than its 2 children: always unhealthy",
 		"hc-cw-unhealthy: a CLOUDWATCH_METRIC (CloudWatch alarm queue-depth in us-east-1) cannot be observed from here; imported as a disabled, inverted check, always unhealthy"} {
 		if !strings.Contains(strings.Join(res.Warnings, "\n"), w) {
 			t.Errorf("no warning %q in\n%s", w, strings.Join(res.Warnings, "\n"))

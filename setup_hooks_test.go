@@ -55,7 +55,10 @@ func TestServeWhilePublishing(t *testing.T) {
 	}
 	waitUntil(t, 5*time.Second, "readers running", func() bool { return served.Load() > 0 }, func() string { return "" })
 	during := served.Load()
-	for i := range 500 {
+	// At least 500 publications, and on a loaded host more (for up to 5 s) until a
+	// reader has been scheduled while they run.
+	deadline := time.Now().Add(5 * time.Second)
+	for i := 0; i < 500 || served.Load() == during && time.Now().Before(deadline); i++ {
 		r.Publish(snapshot(cfg, states[i%len(states)]...))
 	}
 	during = served.Load() - during

@@ -7,7 +7,8 @@ import (
 
 // checkFields returns the check options of the health check fields that are not
 // about what is probed: Regions becomes `regions` (in a fleet, members of those
-// regions probe the check; with a warning), MeasureLatency draws a warning, and the HealthThreshold edge cases are
+// regions probe the check; with a warning), MeasureLatency becomes `measure_latency`
+// on a check that probes an endpoint, and the HealthThreshold edge cases are
 // named in one (the table in
 // docs/traffic-flow.md lists every field).
 func (c *converter) checkFields(hc *HealthCheck) []string {
@@ -22,7 +23,11 @@ func (c *converter) checkFields(hc *HealthCheck) []string {
 		c.warnf("health check %s: Regions %s kept as `regions`: in a fleet only members whose region is one of these probe it (give members these region codes); a lone instance probes it itself", hc.Id, strings.Join(rs, ", "))
 	}
 	if cfg.MeasureLatency != nil && *cfg.MeasureLatency {
-		c.warnf("health check %s: MeasureLatency has no equivalent (it changes no answer): healthroute does not measure probe latency", hc.Id)
+		if cfg.Type == "CALCULATED" {
+			c.warnf("health check %s: MeasureLatency applies to checks that probe an endpoint only; left out", hc.Id)
+		} else {
+			opts = append(opts, "measure_latency")
+		}
 	}
 	if cfg.InsufficientDataHealthStatus != "" {
 		c.warnf("health check %s: InsufficientDataHealthStatus applies to CloudWatch alarm checks only; left out", hc.Id)
@@ -44,7 +49,7 @@ func (c *converter) checkFields(hc *HealthCheck) []string {
 func (c *converter) noDataUnhealthy(hc *HealthCheck) bool {
 	cfg := &hc.HealthCheckConfig
 	if cfg.MeasureLatency != nil && *cfg.MeasureLatency {
-		c.warnf("health check %s: MeasureLatency has no equivalent (it changes no answer): healthroute does not measure probe latency", hc.Id)
+		c.warnf("health check %s: MeasureLatency applies to checks that probe an endpoint only; left out", hc.Id)
 	}
 	switch cfg.InsufficientDataHealthStatus {
 	case "", "Healthy", "LastKnownStatus":
