@@ -33,6 +33,17 @@ type fsm struct {
 	// served until raft sends the log, and the first entry or snapshot raft
 	// applies starts again from the empty state.
 	rebuild bool
+	// lostAt: the index of the state this member had when its log was lost; it
+	// votes again once it has applied that far (voteGate).
+	lostAt uint64
+}
+
+// mayVote reports whether this member holds (applied) the state it had before
+// its log was lost, if it was.
+func (f *fsm) mayVote() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.lostAt == 0 || (!f.rebuild && f.st.Index >= f.lostAt)
 }
 
 // loadFSM reads the state file in dir; a missing file is the empty state.

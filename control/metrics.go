@@ -51,6 +51,8 @@ var (
 		[]string{"reason"}))
 	stateWriteFailures = whileRunning(prometheus.NewCounter(prometheus.CounterOpts{Namespace: plugin.Namespace, Subsystem: "healthroute",
 		Name: "control_state_write_failures_total", Help: "Writes of the control state file (state.json) or of the index applied that failed."}))
+	votesRefused = whileRunning(prometheus.NewCounter(prometheus.CounterOpts{Namespace: plugin.Namespace, Subsystem: "healthroute",
+		Name: "control_votes_refused_total", Help: "Vote requests this member refused because its raft log was lost and it has not yet applied the state it had."}))
 	handshakeRefused = whileRunning(prometheus.NewCounter(prometheus.CounterOpts{Namespace: plugin.Namespace, Subsystem: "healthroute",
 		Name: "control_connections_refused_total", Help: "Connections to the control port closed because they did not prove the fleet key."}))
 	_ = statusGauge("control_raft_leader", "Whether this member is the raft leader (1) or not (0).",

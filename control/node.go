@@ -205,7 +205,8 @@ func Open(cfg Config, onChange func(*State)) (*Node, error) {
 		}
 		n.mux = newMux(connlimit.New(ln, "control port", maxConns, maxConnsPerClient, logLimited), cfg.Key, cfg.Name, cfg.Voters, n.serveForward,
 			func() { handshakeRefused.Inc() })
-		n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{Stream: n.mux, MaxPool: 3, Timeout: 2 * time.Second, Logger: logger})
+		n.trans = newVoteGate(raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{Stream: n.mux, MaxPool: 3, Timeout: 2 * time.Second, Logger: logger,
+			ServerAddressProvider: n.mux}), f.mayVote)
 	}
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.Name)

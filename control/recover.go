@@ -65,11 +65,11 @@ func openState(cfg Config, f *fsm, store *logStore, snaps raft.SnapshotStore) (m
 			st.Index, st.Term = 0, 0
 			return true, nil
 		case last == 0:
-			log.Errorf("control: %s holds the state up to raft index %d (term %d) but the raft log in %s is empty (lost or moved away): this member answers from it, does not start a new log, and waits for the other voters to send theirs; changes are refused until a leader with the log is elected", stateFile, st.Index, st.Term, cfg.Dir)
+			log.Errorf("control: %s holds the state up to raft index %d (term %d) but the raft log in %s is empty (lost or moved away): this member answers from it, does not start a new log, waits for the other voters to send theirs, and does not vote until it has applied them up to that index; changes are refused until a leader with the log is elected", stateFile, st.Index, st.Term, cfg.Dir)
 		default:
-			log.Errorf("control: %s holds the state up to raft index %d (term %d), which the raft log in %s (entries %d-%d) does not: this member answers from it until raft sends the log, then rebuilds the state from the log", stateFile, st.Index, st.Term, cfg.Dir, first, last)
+			log.Errorf("control: %s holds the state up to raft index %d (term %d), which the raft log in %s (entries %d-%d) does not: this member answers from it until raft sends the log, then rebuilds the state from the log, and does not vote until it has applied it up to that index", stateFile, st.Index, st.Term, cfg.Dir, first, last)
 		}
-		f.rebuild = true
+		f.rebuild, f.lostAt = true, st.Index
 		return false, nil
 	}
 	// Catch up with this member's own committed entries.

@@ -107,11 +107,19 @@ func TestVoterWithLostLogRecoversFromTheOthers(t *testing.T) {
 	if nodes[2].State().On("east") {
 		t.Fatal("m2 restarted without its log: east on, want off from state.json")
 	}
+	// Until it holds what it held, m2 does not vote: its empty log would make it
+	// vote for a candidate missing acknowledged changes.
+	if nodes[2].fsm.mayVote() {
+		t.Fatal("m2 votes with its log lost")
+	}
 	change(t, nodes[0], Request{Token: "ops", Set: map[string]bool{"east": true}})
 	waitFor(t, 10*time.Second, "m2 holds every change", func() bool {
 		st := nodes[2].State()
 		return len(st.Audit) == 5 && st.On("east")
 	})
+	if !nodes[2].fsm.mayVote() {
+		t.Fatal("m2 does not vote once it holds the log again")
+	}
 }
 
 // A member started alone (the other voters down, so no leader) serves the state

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/raft"
 )
 
 // relay listens on addr and pipes every connection it accepts to target, both
@@ -78,5 +80,23 @@ func TestRelayOnAStoppedVotersAddressGetsNoStream(t *testing.T) {
 		if st := n.State(); st.On("east") || !st.On("west") || len(st.Audit) != 1 {
 			t.Errorf("%s: east %t west %t, %d audit entries; want off, on, 1", n.Name(), st.On("east"), st.On("west"), len(st.Audit))
 		}
+	}
+}
+
+// raft dials a voter at the address this member's voters list gives it: a
+// configuration copied from another member's log (whose voters list may reach
+// the same voters through other addresses, proxies or NAT) does not change
+// whose certificate a dial expects.
+func TestRaftDialsVotersAtThisMembersAddresses(t *testing.T) {
+	m := &mux{}
+	voters := []Server{{ID: "m0", Addr: "127.0.0.1:1000"}, {ID: "m1", Addr: "127.0.0.1:1001"}}
+	m.setKeys([]byte("0123456789abcdef0123456789abcdef"), "m0", voters)
+	for _, v := range voters {
+		if got, err := m.ServerAddr(raft.ServerID(v.ID)); err != nil || string(got) != v.Addr {
+			t.Errorf("%s: %q %v, want %s", v.ID, got, err, v.Addr)
+		}
+	}
+	if _, err := m.ServerAddr("m9"); err == nil {
+		t.Error("an ID not in the voters list got an address")
 	}
 }

@@ -128,6 +128,19 @@ func (m *mux) loop() {
 	}
 }
 
+// ServerAddr implements raft.ServerAddressProvider: raft dials a voter at the
+// address this member's voters list gives it, never at one a configuration from
+// another member's log holds (members may reach each other at different
+// addresses, through proxies or NAT), so dial always knows whose key to expect.
+func (m *mux) ServerAddr(id raft.ServerID) (raft.ServerAddress, error) {
+	for addr, name := range m.names {
+		if name == string(id) {
+			return raft.ServerAddress(addr), nil
+		}
+	}
+	return "", fmt.Errorf("%s is not in this member's voters list", id)
+}
+
 // peerKey returns the ed25519 key of the one certificate a peer presented.
 func peerKey(raw [][]byte) (ed25519.PublicKey, error) {
 	if len(raw) != 1 {

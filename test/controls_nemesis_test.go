@@ -111,7 +111,14 @@ func TestControlsNemesis(t *testing.T) {
 	pause(time.Second)
 	cancel()
 	wg.Wait()
-	f.ready(30*time.Second, 0, 1, 2)
+	waitUntil(t, 30*time.Second, "every member accepts changes after the rounds", func() bool {
+		for i := range f.ms {
+			if v, err := f.view(i, ""); err != nil || !v.Raft.CanChange {
+				return false
+			}
+		}
+		return true
+	}, f.outputs)
 
 	writes, unknown, reads := h.counts()
 	t.Logf("seed %d: %d rounds (%s), %d operations over %s: %d changes acknowledged, %d of unknown outcome, %d refused before proposed, %d consistent reads",
@@ -284,4 +291,16 @@ func envInt(t *testing.T, name string, def int) int {
 		t.Fatalf("%s=%q: expected a positive integer", name, v)
 	}
 	return n
+}
+
+// outputs describes every member's view and the end of its output, for failures.
+func (f *ctlFleet) outputs() string {
+	var b strings.Builder
+	b.WriteString(f.diag())
+	for _, m := range f.ms {
+		out := m.srv.Output()
+		lines := strings.Split(out, "\n")
+		fmt.Fprintf(&b, "--- %s, last lines:\n%s\n", m.name, strings.Join(lines[max(0, len(lines)-40):], "\n"))
+	}
+	return b.String()
 }

@@ -1,0 +1,65 @@
+package control
+
+import (
+	"sync"
+
+	"github.com/hashicorp/raft"
+)
+
+// voteGate is raft's network transport with the vote requests of a member whose
+// log was lost refused until it has applied the log up to the state it had.
+// Raft's safety needs every voter to keep what it acknowledged: a member that
+// lost its log would grant its vote to a candidate missing committed entries
+// (an empty log is behind every candidate), and with one other stale voter that
+// candidate would win and overwrite changes acknowledged to clients. The member
+// still receives the log; it only does not vote until it holds what it held.
+type voteGate struct {
+	*raft.NetworkTransport
+	mayVote func() bool
+	out    chan raft.RPC
+	done   chan struct{}
+	once   sync.Once
+}
+
+func newVoteGate(t *raft.NetworkTransport, mayVote func() bool) *voteGate {
+	g := &voteGate{NetworkTransport: t, mayVote: mayVote, out: make(chan raft.RPC), done: make(chan struct{})}
+	go g.loop()
+	return g
+}
+
+// Consumer implements raft.Transport.
+func (g *voteGate) Consumer() <-chan raft.RPC { return g.out }
+
+// Close implements closingTransport.
+func (g *voteGate) Close() error {
+	g.once.Do(func() { close(g.done) })
+	return g.NetworkTransport.Close()
+}
+
+func (g *voteGate) loop() {
+	in := g.NetworkTransport.Consumer()
+	for {
+		select {
+		case rpc := <-in:
+			if !g.mayVote() {
+				switch req := rpc.Command.(type) {
+				case *raft.RequestVoteRequest:
+					votesRefused.Inc()
+					rpc.Respond(&raft.RequestVoteResponse{RPCHeader: req.RPCHeader, Term: req.Term}, nil)
+					continue
+				case *raft.RequestPreVoteRequest:
+					votesRefused.Inc()
+					rpc.Respond(&raft.RequestPreVoteResponse{RPCHeader: req.RPCHeader, Term: req.Term}, nil)
+					continue
+				}
+			}
+			select {
+			case g.out <- rpc:
+			case <-g.done:
+				return
+			}
+		case <-g.done:
+			return
+		}
+	}
+}
