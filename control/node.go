@@ -187,7 +187,7 @@ func Open(cfg Config, onChange func(*State)) (*Node, error) {
 	if !slices.ContainsFunc(cfg.Voters, func(s Server) bool { return s.ID == cfg.Name }) {
 		cfg.Voters = append(cfg.Voters, Server{ID: cfg.Name, Addr: cfg.Bind})
 	}
-	logger := hclog.New(&hclog.LoggerOptions{Name: "healthroute control", Level: hclog.Warn, Output: os.Stderr})
+	logger := hclog.New(&hclog.LoggerOptions{Name: "healthroute control", Level: hclog.Warn, Output: os.Stderr, Exclude: firstElection})
 	f, ds, err := openDir(cfg, logger)
 	if err != nil {
 		return nil, err
@@ -663,4 +663,20 @@ func (n *Node) Status() Status {
 type closingTransport interface {
 	raft.Transport
 	Close() error
+}
+
+// firstElection reports whether a raft log line is the warning raft writes when a
+// member that has never heard of a leader starts an election: every start of a
+// voter writes it, so it warns of nothing. The same line after a leader was known
+// (a leader lost) is kept.
+func firstElection(level hclog.Level, msg string, args ...any) bool {
+	if level != hclog.Warn || msg != "heartbeat timeout reached, starting election" {
+		return false
+	}
+	for i := 0; i+1 < len(args); i += 2 {
+		if k, _ := args[i].(string); k == "last-leader-id" {
+			return fmt.Sprint(args[i+1]) == ""
+		}
+	}
+	return false
 }
