@@ -312,17 +312,27 @@ func ReadTokens(path string) ([]Token, error) {
 		return nil, err
 	}
 	var out []Token
+	holder := map[string]string{} // token -> its name
 	for line := range strings.Lines(text) {
 		f := strings.Fields(line)
+		var t Token
 		switch {
 		case len(f) == 0 || strings.HasPrefix(f[0], "#"):
+			continue
 		case len(f) == 1:
-			out = append(out, Token{Name: "token", Value: f[0]})
+			t = Token{Name: "token", Value: f[0]}
 		case len(f) == 2:
-			out = append(out, Token{Name: f[0], Value: f[1]})
+			t = Token{Name: f[0], Value: f[1]}
 		default:
 			return nil, fmt.Errorf("%s: a line of %d fields, expected TOKEN or NAME TOKEN", path, len(f))
 		}
+		// The audit names a change by its token's holder: one token under two names
+		// would put one holder's changes in the other's name.
+		if other, ok := holder[t.Value]; ok && other != t.Name {
+			return nil, fmt.Errorf("%s: the same token is given under the names %s and %s; give each name a token of its own", path, other, t.Name)
+		}
+		holder[t.Value] = t.Name
+		out = append(out, t)
 	}
 	return out, nil
 }

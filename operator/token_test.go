@@ -52,4 +52,10 @@ func TestReadTokens(t *testing.T) {
 	if _, err := ReadTokens(p); err == nil || !strings.Contains(err.Error(), "expected TOKEN or NAME TOKEN") {
 		t.Errorf("a line of three fields: %v", err)
 	}
+	// One token under two names would put one holder's changes in the other's name
+	// in the audit.
+	os.WriteFile(p, []byte("alice 0123456789abcdef\nbob 0123456789abcdef\n"), 0o600)
+	if _, err := ReadTokens(p); err == nil || !strings.Contains(err.Error(), "under the names alice and bob") {
+		t.Errorf("one token under two names: %v", err)
+	}
 }
