@@ -319,8 +319,9 @@ func (h *HealthRoute) OnStartup() error {
 	h.sched = sched
 	initCheckSeries(h.cfg)
 	specs := h.specs()
-	if h.cfg.DataDir != "" {
-		h.reg.useDataDir(h.cfg.DataDir) // before Acquire: the checks start from what was saved
+	states, histories := h.cfg.dataDirs()
+	if states != "" {
+		h.reg.useDataDir(states) // before Acquire: the checks start from what was saved
 	}
 	sched.Acquire(specs)
 	h.stop = sched.Subscribe(h.resolver.Publish)
@@ -343,8 +344,8 @@ func (h *HealthRoute) OnStartup() error {
 	if w := h.cfg.Webhook; w != nil {
 		h.notifier.Store(h.reg.acquireNotifier(w))
 	}
-	if a := h.cfg.API; a != nil && a.HistoryDir != "" {
-		h.reg.useHistoryDir(a.HistoryDir)
+	if histories != "" {
+		h.reg.useHistoryDir(histories)
 	}
 	if path := h.cfg.LatencyTable; path != "" {
 		ctx, cancel := context.WithCancel(context.Background())

@@ -2,7 +2,6 @@ package healthroute
 
 import (
 	"net"
-	"os"
 
 	"github.com/coredns/caddy"
 	"github.com/healthroute/healthroute/operator"
@@ -78,11 +77,8 @@ func parseWritableDir(c *caddy.Controller, opts seen, prefix, key string, args [
 		return "", err
 	}
 	dir := rootPath(c, v)
-	f, err := os.CreateTemp(dir, ".healthroute-write-test-*")
-	if err != nil {
+	if err := writableDir(dir); err != nil {
 		return "", c.Errf("%s%s: %s is not a directory this process can write to: %v", prefix, key, dir, err)
 	}
-	f.Close()
-	os.Remove(f.Name())
 	return dir, nil
 }
