@@ -191,7 +191,7 @@ type ownReport struct {
 	sent     uint64        // seq whose change went in a message of its own (setOwnLocked)
 	told     uint64        // seq whose change was announced again with the reason (Probed)
 	aged     bool          // its window was restarted for probes grown too old (ageOwnLocked), since its last probe
-	nogap    bool          // the time to its next probe spans a stall or a pause of its probes: not a gap between probes
+	nogap    bool          // the time to its next probe spans a stall of this process: not a gap between probes
 }
 
 type peer struct {
@@ -208,6 +208,7 @@ type peer struct {
 	warned   time.Time // when its clock offset was last logged
 	fresh    bool      // as last evaluated, to notice changes
 	lapsed   bool      // fell silent past Suspicion; its return is a heal: full sets both ways
+	unsynced bool      // back from a lapse: its beats vouch for nothing until its full report set arrives or its digest matches
 	digest   uint64
 	mismatch int // beats in a row whose digest differs from ours
 	pulled   time.Time
@@ -573,6 +574,7 @@ func (f *Fleet) agePeersLocked(now time.Time) bool {
 		if fresh != p.fresh {
 			p.fresh, changed = fresh, true
 			p.lapsed = !fresh
+			p.unsynced = p.unsynced || !fresh
 			f.membersMovedLocked()
 		}
 		if fresh && now.Sub(p.heard) > 2*f.cfg.Beat {

@@ -116,18 +116,18 @@ func (f *Fleet) ageOwnLocked(now time.Time) (outs []*bcast, changed bool) {
 		switch {
 		case r.flags&flagStale == 0 && age > max(f.cfg.Stale, 3*r.gap):
 			outs = append(outs, f.setOwnLocked(id, r, r.flags|flagStale, now, true))
-			f.restart[id], r.aged, r.nogap = struct{}{}, true, true
+			f.restart[id], r.aged = struct{}{}, true
 			changed = true
 		case r.flags&(flagStale|flagPending) == 0 && age > f.freshFor(r):
 			outs = append(outs, f.setOwnLocked(id, r, r.flags|flagPending, now, true))
-			f.restart[id], r.aged, r.nogap = struct{}{}, true, true
+			f.restart[id], r.aged = struct{}{}, true
 			staleReports.WithLabelValues(memberLabel(f.cfg.Name)).Inc()
 			changed = true
 		case r.flags&flagStale == 0 && !r.aged && age > f.freshFor(r):
 			// No verdict yet, and its probes stopped (this member was no
 			// longer a checker): the results counted so far are too old to
 			// complete a window with the next ones.
-			f.restart[id], r.aged, r.nogap = struct{}{}, true, true
+			f.restart[id], r.aged = struct{}{}, true
 		case r.flags&flagStale != 0 && age > forget:
 			delete(f.own, id)
 			delete(f.restart, id)

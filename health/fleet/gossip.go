@@ -172,7 +172,16 @@ func (f *Fleet) beatLocked(p *peer, h header, r *reader, b []byte, relay bool, n
 	}
 	f.countMissedLocked(h.name, p.beat, h.sentAt)
 	settled := h.seq == p.beatSeq // nothing changed there since its last beat
-	p.beat, p.beatSeq, p.heard, p.vouched = h.sentAt, h.seq, now, now
+	p.beat, p.beatSeq, p.heard = h.sentAt, h.seq, now
+	// Back from a lapse (a partition, a freeze on either side), the reports held
+	// from it may be older than those it vouches for: its beats vouch again once
+	// its full report set arrived or its digest matches what is held.
+	if p.unsynced && digest == p.digest {
+		p.unsynced = false
+	}
+	if !p.unsynced {
+		p.vouched = now
+	}
 	p.seq = max(p.seq, h.seq)
 	f.noteOffsetLocked(h.name, p, wall, now)
 	if relay {
@@ -198,7 +207,7 @@ func (f *Fleet) stateLocked(p *peer, h header, r *reader, now time.Time, m *hand
 	n, confirmed := f.mergeLocked(p, h.seq, es, h.wake, now)
 	f.reasonsLocked(p, r.extensions(), es)
 	reportsReceived.Add(float64(n))
-	p.heard = now
+	p.heard, p.unsynced = now, false
 	m.changed = m.changed || n > 0 || confirmed
 }
 
@@ -209,7 +218,7 @@ func (f *Fleet) settleLocked(name string, p *peer, now time.Time, m *handled) {
 		p.fresh, m.changed = fresh, true
 		f.membersMovedLocked()
 		if fresh && p.lapsed { // back from a partition memberlist did not see through
-			p.lapsed, m.push = false, true
+			p.lapsed, m.push, m.pull = false, true, p.unsynced
 		}
 	}
 	if m.changed {
