@@ -74,7 +74,9 @@ func TestAlertsQuietOnHealthyServerWithoutFleetOrControls(t *testing.T) {
 `, port, mport, fastCheck("web", web.URL+"/"))
 	srv := coretest.Start(t, corefile, port, "www.example.org")
 	prom, promProc := startPrometheus(t, t.TempDir(), mport, 0, "")
-	logs := func() string { return "prometheus:\n" + outputTail(promProc.output()) + "\ncoredns:\n" + outputTail(srv.Output()) }
+	logs := func() string {
+		return "prometheus:\n" + outputTail(promProc.output()) + "\ncoredns:\n" + outputTail(srv.Output())
+	}
 
 	// Healthy: three scrapes (counters' increase() needs two), then a full round
 	// of rule evaluations after them.

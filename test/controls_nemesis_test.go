@@ -156,7 +156,9 @@ func TestControlsNemesis(t *testing.T) {
 		}
 		coretest.WaitUntil(t, 10*time.Second, f.ms[i].name+" holds every acknowledged change", func() bool {
 			return len(missing()) == 0 || len(audit) >= 1000
-		}, func() string { return fmt.Sprintf("seed %d: missing %v\n%s\n%s", seed, missing(), f.diag(), f.ms[i].srv.Output()) })
+		}, func() string {
+			return fmt.Sprintf("seed %d: missing %v\n%s\n%s", seed, missing(), f.diag(), f.ms[i].srv.Output())
+		})
 		if len(audit) >= 1000 { // the audit keeps the last 1,000 entries: a long run checks the rest
 			t.Logf("%s: the audit is full (a long run): its acknowledged changes are checked by the history only", f.ms[i].name)
 			continue
