@@ -16,9 +16,9 @@ import (
 type voteGate struct {
 	*raft.NetworkTransport
 	mayVote func() bool
-	out    chan raft.RPC
-	done   chan struct{}
-	once   sync.Once
+	out     chan raft.RPC
+	done    chan struct{}
+	once    sync.Once
 }
 
 func newVoteGate(t *raft.NetworkTransport, mayVote func() bool) *voteGate {
