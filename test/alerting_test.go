@@ -49,6 +49,7 @@ func TestAlertsAndDashboardOnRealPrometheus(t *testing.T) {
 		check secure https %s/ {
 			interval 100ms
 			failure_threshold 1
+			measure_latency
 		}
 		record www.example.org. failover {
 			primary   A 192.0.2.10 check web id east

@@ -29,8 +29,9 @@ func TestMetricsThroughReload(t *testing.T) {
 }
 `, port, mport, records)
 	}
-	srv := coretest.Start(t, corefile(`record gone.example.org. simple {
-			A 192.0.2.2 id dropped
+	// Weighted, not simple: only record sets whose answer can change have series.
+	srv := coretest.Start(t, corefile(`record gone.example.org. weighted {
+			weight 10 A 192.0.2.2 id dropped
 		}`), port, "keep.example.org")
 	murl := fmt.Sprintf("http://127.0.0.1:%d/metrics", mport)
 	kept := map[string]string{"record": "keep.example.org.", "member": "kept"}
@@ -56,8 +57,8 @@ func TestMetricsThroughReload(t *testing.T) {
 		t.Fatalf("answers_total{record=gone} = %v, want 1\n%s", v, dump())
 	}
 
-	srv.Reload(t, corefile(`record new.example.org. simple {
-			A 192.0.2.3 id fresh
+	srv.Reload(t, corefile(`record new.example.org. weighted {
+			weight 10 A 192.0.2.3 id fresh
 		}`))
 	srv.WaitFor(t, "new.example.org", dns.TypeA, 15*time.Second, "the reloaded Corefile serves", is("192.0.2.3"))
 	for range 2 {
