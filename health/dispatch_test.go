@@ -3,7 +3,6 @@ package health
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -31,19 +30,19 @@ func TestSchedulerIdleChecksHoldNoGoroutine(t *testing.T) {
 		for i := range specs {
 			specs[i] = testSpec(fmt.Sprint(i), 10*time.Second, 1, 1)
 		}
-		before := runtime.NumGoroutine()
+		before := bubbleGoroutines(t)
 		s.Start(context.Background())
 		defer s.Stop()
 		s.Acquire(specs)
 		synctest.Wait()
-		if n := runtime.NumGoroutine() - before; n > 2 {
+		if n := bubbleGoroutines(t) - before; n != 1 {
 			t.Errorf("%d checks scheduled: %d more goroutines; want the dispatcher alone", checks, n)
 		}
 		advance(10 * time.Second)
 		if n := probes.Load(); n != checks {
 			t.Errorf("after one interval: %d probes; want one each of %d checks", n, checks)
 		}
-		if n := runtime.NumGoroutine() - before; n > 2 {
+		if n := bubbleGoroutines(t) - before; n > 2 {
 			t.Errorf("between probes: %d more goroutines; want the dispatcher alone", n)
 		}
 		s.Release(specs)
@@ -74,16 +73,16 @@ func TestSchedulerProbeGoroutinesRetire(t *testing.T) {
 		for i := range specs {
 			specs[i] = testSpec(fmt.Sprint(i), 10*time.Second, 1, 1)
 		}
-		before := runtime.NumGoroutine()
+		before := bubbleGoroutines(t)
 		s.Start(context.Background())
 		defer s.Stop()
 		s.Acquire(specs)
 		advance(50 * time.Millisecond)
-		if n := runtime.NumGoroutine() - before; n != checks+1 {
+		if n := bubbleGoroutines(t) - before; n != checks+1 {
 			t.Errorf("%d probes under way: %d more goroutines; want the dispatcher and one a probe", checks, n)
 		}
 		advance(100*time.Millisecond + probeWorkerIdle)
-		if n := runtime.NumGoroutine() - before; n != 1 {
+		if n := bubbleGoroutines(t) - before; n != 1 {
 			t.Errorf("%v after the last probe: %d more goroutines; want the dispatcher alone", probeWorkerIdle, n)
 		}
 		advance(10 * time.Second)
