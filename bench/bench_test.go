@@ -103,14 +103,43 @@ func weightedRecord(name string, members int) string {
 }
 
 // names is a healthroute block of n weighted names with three checked members each.
-func names(n int) string {
+func names(n int) string { return namesShaped(n, "weighted") }
+
+// namesShaped is a healthroute block of n names of one shape, as bench/run's
+// names_block: weighted or multivalue with three checked members each, or failover
+// with a checked primary and a secondary.
+func namesShaped(n int, shape string) string {
 	var b strings.Builder
 	b.WriteString("healthroute example.org. {" + checks)
 	for i := range n {
-		b.WriteString(weightedRecord(fmt.Sprintf("n%06d.example.org.", i), 3))
+		name := fmt.Sprintf("n%06d.example.org.", i)
+		switch shape {
+		case "weighted":
+			b.WriteString(weightedRecord(name, 3))
+		case "multivalue":
+			fmt.Fprintf(&b, "record %s multivalue {\n", name)
+			for j := 1; j <= 3; j++ {
+				fmt.Fprintf(&b, "value A 192.0.2.%d check c%d\n", j, j)
+			}
+			b.WriteString("}\n")
+		case "failover":
+			fmt.Fprintf(&b, "record %s failover {\nprimary A 192.0.2.1 check c1\nsecondary A 192.0.2.2\n}\n", name)
+		default:
+			panic("unknown shape " + shape)
+		}
 	}
 	b.WriteString("}")
 	return b.String()
+}
+
+// nameQuestions asks each of n names once, in an order that spreads consecutive
+// questions over the configuration, as bench/run's names_queries does.
+func nameQuestions(n int) []*dns.Msg {
+	qs := make([]*dns.Msg, n)
+	for i := range qs {
+		qs[i] = question(fmt.Sprintf("n%06d.example.org.", (i*7919)%n), "")
+	}
+	return qs
 }
 
 // latencyTable writes the 10,000-prefix table of scenario tree and returns its path.
@@ -223,6 +252,18 @@ func BenchmarkScenario(b *testing.B) {
 		}
 		serve(b, server(b, names(len(qs))), qs)
 	})
+}
+
+// BenchmarkShapes is bench/run's 10,000-name scenarios in three shapes beside whoami
+// asked the same names (whoami10k): what a lookup among 10,000 names and each shape's
+// answer cost beyond whoami's work.
+func BenchmarkShapes(b *testing.B) {
+	const n = 10000
+	qs := nameQuestions(n)
+	b.Run("whoami10k", func(b *testing.B) { serve(b, server(b, "whoami"), qs) })
+	for _, shape := range []string{"weighted", "multivalue", "failover"} {
+		b.Run(shape+"10k", func(b *testing.B) { serve(b, server(b, namesShaped(n, shape)), qs) })
+	}
 }
 
 // BenchmarkNames: cost per query as the number of names grows (queries spread over

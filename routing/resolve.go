@@ -304,7 +304,7 @@ func (r *Resolver) addrs(t *Table, q *Query, name, zone string) []dns.RR {
 func (r *Resolver) step(t *Table, q *Query, name, zone string, ans *Answer) {
 	p := t.Plan
 	ans.Rcode, ans.Zone = dns.RcodeSuccess, zone
-	e := p.lookup(name, zone)
+	e, wild := p.lookup(name, zone)
 	var n *Node
 	if e != nil {
 		if n = e.cname; n == nil {
@@ -323,7 +323,7 @@ func (r *Resolver) step(t *Table, q *Query, name, zone string, ans *Answer) {
 		ans.Ns, ans.LeafSet, ans.Leaf, ans.ResortSet = p.neg[zone], nil, nil, nil
 		return
 	}
-	if e.wild() {
+	if wild { // not e.wild(): that reads e's record set, a cache miss per query at 10,000 names
 		ans.RRs = rename(ans.RRs, name)
 	}
 	ans.chase = n == e.cname && q.Type != dns.TypeCNAME
@@ -412,32 +412,32 @@ func underZone(name, z string) bool {
 }
 
 // lookup finds the entry for name: the exact owner, else the wildcard at the closest
-// encloser (RFC 4592). It does not allocate.
-func (p *Plan) lookup(name, zone string) *Entry {
+// encloser (RFC 4592); wild reports the latter. It does not allocate.
+func (p *Plan) lookup(name, zone string) (e *Entry, wild bool) {
 	if e, ok := p.Names[name]; ok {
-		return e
+		return e, false // wildcards are filed in p.wild only (placeEntry)
 	}
 	if len(p.wild) == 0 {
-		return nil
+		return nil, false
 	}
 	if len(name) > 2 && name[0] == '*' && name[1] == '.' {
 		if e, ok := p.wild[name[2:]]; ok {
-			return e // the wildcard owner itself, asked literally
+			return e, true // the wildcard owner itself, asked literally
 		}
 	}
 	if p.exists[name] {
-		return nil
+		return nil, false
 	}
 	for off, end := dns.NextLabel(name, 0); !end; off, end = dns.NextLabel(name, off) {
 		parent := name[off:]
 		if e, ok := p.wild[parent]; ok {
-			return e
+			return e, true
 		}
 		if p.Names[parent] != nil || p.exists[parent] || parent == zone || len(parent) < len(zone) {
-			return nil // the closest encloser has no wildcard
+			return nil, false // the closest encloser has no wildcard
 		}
 	}
-	return nil
+	return nil, false
 }
 
 // walk descends from n, a node of e, to a leaf: static nodes by their precomputed
@@ -537,8 +537,9 @@ func (r *Resolver) pickSet(p *Plan, e *Entry, n *Node, st *NodeState, out []dns.
 		j := r.rand(uint64(i + 1))
 		chosen[i], chosen[j] = chosen[j], chosen[i]
 	}
+	owned := e.owns(n)
 	for _, i := range chosen[:k] {
-		out = append(out, e.leaf(p, n, &n.Members[i]).RRs()...)
+		out = append(out, e.leafOwned(p, n, &n.Members[i], owned).RRs()...)
 	}
 	return out
 }
