@@ -39,6 +39,11 @@ type HealthRoute struct {
 	servers        []string                        // the server addresses the block listens on (metrics' server label)
 	sched          *health.Scheduler               // set by OnStartup, for the publish hook (which must not take the registry's lock)
 	notifier       atomic.Pointer[notify.Notifier] // the block's webhook, nil without one
+	// relay, nil outside a reload, sends the block's queries to a newer handler of
+	// the same block once that one answers, so that a reload's answers never go
+	// back a generation (see relay in reload.go).
+	relay atomic.Pointer[relay]
+	preds []*HealthRoute // the running handlers this reload's handler supersedes; guarded by reg.mu
 }
 
 // newHealthRoute returns the handler for cfg, sharing the process's checks, fleet member and
@@ -64,7 +69,15 @@ func (h *HealthRoute) Name() string { return pluginName }
 // whose stack starts small and is copied to one twice the size whenever it runs out,
 // so the query path keeps its frames small: the answer is built in reply, whose frame
 // is gone before the reply is packed and written, the deepest part of the query.
+//
+// During a reload the old and the new instance serve the same sockets at once;
+// once the new instance's handler of this block has answered, this one hands
+// every query to it (h.relay), plugins after it included, so that a client never
+// gets the new generation's answer and then the old one's again.
 func (h *HealthRoute) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
+	if rl := h.relay.Load(); rl != nil { // one atomic load outside a reload
+		h = h.answerer(rl)
+	}
 	m, next, rcode := h.reply(ctx, w, r)
 	switch {
 	case m != nil:

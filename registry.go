@@ -45,6 +45,7 @@ type registry struct {
 	// OnRestartFailed (undo them).
 	reloading bool
 	pending   []*HealthRoute
+	live      []*HealthRoute // every started handler not yet shut down, the pending ones included
 	// Reloads run one at a time. A reload asked for while one runs (SIGUSR1, the
 	// reload plugin and the route53 watcher all restart the instance, and caddy does
 	// not serialise them) is refused at its OnRestart, before it builds anything;

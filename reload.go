@@ -50,20 +50,53 @@ func (r *registry) isReloading() bool {
 	return r.reloading
 }
 
-// started notes h, started by OnStartup, as the new instance's while a reload runs.
+// started notes h, started by OnStartup, as running, and as the new instance's
+// while a reload runs. A new instance's handler is set to take over the queries
+// of the running handlers it covers (the same server and zones) at its first
+// answer: see relay.
 func (r *registry) started(h *HealthRoute) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.reloading {
+		var olds []*HealthRoute
+		for _, o := range r.live {
+			if !slices.Contains(r.pending, o) && h.covers(o) {
+				olds = append(olds, o)
+			}
+		}
+		if len(olds) > 0 {
+			h.preds = olds
+			h.relay.Store(&relay{from: olds, handoff: &relay{to: h}})
+		}
 		r.pending = append(r.pending, h)
+	}
+	r.live = append(r.live, h)
+}
+
+// stopped drops h, shut down, from the running handlers.
+func (r *registry) stopped(h *HealthRoute) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if i := slices.Index(r.live, h); i >= 0 {
+		r.live = slices.Delete(r.live, i, i+1)
 	}
 }
 
 // commitReload is the old instance's OnShutdown: the new instance has taken over,
 // its blocks are no longer pending. A reload refused meanwhile runs now.
+//
+// caddy stops the old instance's servers before its OnShutdown, so nothing old is
+// left to take queries from: a new handler that has not answered yet lets go of
+// the old ones (its relay), which a handler that answered already did.
 func (r *registry) commitReload() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	for _, h := range r.pending {
+		if rl := h.relay.Load(); rl != nil && rl.handoff != nil {
+			h.relay.CompareAndSwap(rl, nil)
+		}
+		h.preds = nil
+	}
 	r.reloading, r.pending = false, nil
 	r.followLocked()
 }
@@ -80,6 +113,9 @@ func (r *registry) abortReload() error {
 		return nil
 	}
 	pending, failed := r.pending, r.reloading
+	for _, h := range pending {
+		h.handBack()
+	}
 	r.reloading, r.pending = false, nil
 	r.followLocked()
 	r.mu.Unlock()
@@ -90,6 +126,72 @@ func (r *registry) abortReload() error {
 		h.OnShutdown()
 	}
 	return nil
+}
+
+// relay is how a block's queries are handed from one generation to the next
+// during a reload. caddy starts the new instance's servers on the old one's
+// sockets before it stops the old ones, and meanwhile each query lands on either
+// instance: without a relay, a client asking the same name one query after
+// another could get the new generation's answer and then the old one's again.
+//
+// A new instance's handler that covers running handlers (registry.started) holds
+// a relay with from (those handlers) and handoff (a relay to itself). At its first
+// query, which means the new instance serves (caddy starts its servers last,
+// once every block has started), it stores handoff in each of from before
+// it answers; from then on the old handlers give every query to it, so once any
+// query got the new generation's answer, every later one does too. The old
+// handler's plugin chain in front of healthroute stays the old instance's; from
+// healthroute on (the plugins after it included) the query is the new instance's.
+//
+// A reload that fails (abortReload: a block or server that did not start, or,
+// rarely, an old server that did not stop in time) hands the old handlers their
+// queries back (handBack): the old instance goes on answering itself. The query path reads
+// h.relay with one atomic load and allocates nothing: both relays are built when
+// the new handler starts.
+type relay struct {
+	to      *HealthRoute   // the newer handler that answers this one's queries
+	from    []*HealthRoute // the handlers this one takes over at its first query
+	handoff *relay         // relay{to: this handler}, stored in each of from
+}
+
+// answerer returns the handler that answers h's queries, given h's relay rl: the
+// newest handler rl leads to or, when rl is a takeover not yet done, h itself,
+// once it has taken over the handlers it supersedes.
+//
+//go:noinline
+func (h *HealthRoute) answerer(rl *relay) *HealthRoute {
+	if rl.handoff != nil {
+		for _, old := range rl.from {
+			old.relay.Store(rl.handoff)
+		}
+		h.relay.CompareAndSwap(rl, nil)
+		return h
+	}
+	for rl != nil && rl.to != nil { // each to was started later than the handler holding it: no cycle
+		h = rl.to
+		rl = h.relay.Load()
+	}
+	return h
+}
+
+// covers reports whether h, a reload's new handler, answers whatever o, a running
+// handler, answers: it listens on one of o's servers and serves each of o's zones.
+func (h *HealthRoute) covers(o *HealthRoute) bool {
+	sameServer := len(h.servers) == 0 && len(o.servers) == 0 ||
+		slices.ContainsFunc(o.servers, func(s string) bool { return slices.Contains(h.servers, s) })
+	return sameServer && !slices.ContainsFunc(o.cfg.Zones, func(z string) bool { return !slices.Contains(h.cfg.Zones, z) })
+}
+
+// handBack undoes h's takeover, for a reload that failed: the handlers h took over
+// answer their queries themselves again. The registry's mu must be held.
+func (h *HealthRoute) handBack() {
+	h.relay.Store(nil)
+	for _, old := range h.preds {
+		if rl := old.relay.Load(); rl != nil && rl.to == h {
+			old.relay.CompareAndSwap(rl, nil)
+		}
+	}
+	h.preds = nil
 }
 
 // followLocked starts the reload that a refusal asked for, once the running one has

@@ -1,11 +1,16 @@
 package healthroute
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/coredns/coredns/plugin/pkg/dnstest"
+	"github.com/coredns/coredns/plugin/test"
+	"github.com/miekg/dns"
 
 	"github.com/healthroute/healthroute/operator"
 )
@@ -145,4 +150,97 @@ func TestFailedReloadUndone(t *testing.T) {
 			t.Errorf("the reloaded block was shut down after it took over (registered %t, %d references)", registered(reg, next), refs(reg))
 		}
 	})
+}
+
+// TestReloadAnswersNeverGoBack follows caddy's Restart as TestFailedReloadUndone
+// does, with queries in between: while a reload runs, the old and the new
+// instance's handlers of a block both take queries. Once the new handler has
+// answered, the old one answers with the new generation too (it hands its queries
+// over), through a second reload as well; a failed reload hands them back; a new
+// block of other zones takes nothing over. Handing a query over allocates nothing
+// more than answering it.
+func TestReloadAnswersNeverGoBack(t *testing.T) {
+	gen := func(zone string, k int) *HealthRoute {
+		t.Helper()
+		return testHandler(t, fmt.Sprintf(`healthroute %s {
+			record g.example.org. simple {
+				TXT "g%d"
+			}
+		}`, zone, k))
+	}
+	ctx := context.Background()
+	q := new(dns.Msg)
+	q.SetQuestion("g.example.org.", dns.TypeTXT)
+	ask := func(h *HealthRoute) string {
+		t.Helper()
+		rec := dnstest.NewRecorder(&test.ResponseWriter{})
+		if _, err := h.ServeDNS(ctx, rec, q); err != nil || rec.Msg == nil || len(rec.Msg.Answer) != 1 {
+			t.Fatalf("g.example.org TXT: %v, %v", rec.Msg, err)
+		}
+		return rec.Msg.Answer[0].(*dns.TXT).Txt[0]
+	}
+	expect := func(h *HealthRoute, who, want string) {
+		t.Helper()
+		if got := ask(h); got != want {
+			t.Errorf("%s answers %s, want %s", who, got, want)
+		}
+	}
+	start := func(h *HealthRoute, reg *registry) {
+		t.Helper()
+		h.reg = reg
+		if err := h.OnStartup(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if h.stop != nil { // not shut down by the test
+				h.OnShutdown()
+			}
+		})
+	}
+
+	g0 := gen("", 0)
+	reg := g0.reg
+	start(g0, reg)
+	expect(g0, "the running handler", "g0")
+
+	reg.beginReload()
+	g1 := gen("", 1)
+	start(g1, reg)
+	expect(g0, "the old handler before the new one answered", "g0")
+	expect(g1, "the new handler", "g1")
+	expect(g0, "the old handler once the new one answered", "g1")
+	old, handed := testing.AllocsPerRun(100, func() { g1.ServeDNS(ctx, &test.ResponseWriter{}, q) }),
+		testing.AllocsPerRun(100, func() { g0.ServeDNS(ctx, &test.ResponseWriter{}, q) })
+	if handed != old {
+		t.Errorf("a handed-over query allocates %v times, the new handler's own %v", handed, old)
+	}
+	g0.OnShutdown() // the commit: caddy has stopped the old servers, a query in flight still goes over
+	expect(g0, "the old handler after the commit", "g1")
+
+	reg.beginReload()
+	g2 := gen("", 2)
+	start(g2, reg)
+	expect(g2, "the second reload's handler", "g2")
+	expect(g1, "the first reload's handler", "g2")
+	expect(g0, "the first handler, two reloads old", "g2")
+	g1.OnShutdown()
+
+	// A failed reload (a later block did not start) whose handler answered: the
+	// running one answers itself again.
+	reg.beginReload()
+	g3 := gen("", 3)
+	start(g3, reg)
+	expect(g3, "the failing reload's handler", "g3")
+	expect(g2, "the running handler during the failing reload", "g3")
+	reg.abortReload()
+	expect(g2, "the running handler after the reload failed", "g2")
+
+	// A new block of another zone (below the running one's) is another block: nothing
+	// is handed over.
+	reg.beginReload()
+	other := gen("g.example.org", 4)
+	start(other, reg)
+	ask(other)
+	expect(g2, "the running handler beside a new block of other zones", "g2")
+	g2.OnShutdown()
 }

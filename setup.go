@@ -113,6 +113,7 @@ func (h *HealthRoute) OnStartup() error {
 // instance's OnStartup, so unchanged checks keep running.
 func (h *HealthRoute) OnShutdown() error {
 	h.reg.commitReload()
+	h.reg.stopped(h)
 	shared.counting.shutdown(h.cfg)
 	if h.stop == nil {
 		return nil
