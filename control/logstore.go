@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"os"
+	"runtime/debug"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -44,11 +46,21 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 // openLogStore opens (creating it when missing) the log at path and checks every
 // entry it holds, so that a damaged log is refused here, with an error, rather
 // than found by raft later, which panics on an entry it cannot read. bbolt panics
-// on some damaged files: that is recovered into an error too.
+// on some damaged files: that is recovered into an error too. A file cut short
+// (truncated) makes bbolt read pages past its end through its memory map: a
+// SIGBUS (or SIGSEGV), which kills the process with "fatal error: fault" unless
+// the goroutine panics on faults, as it does here while the log is opened and
+// read, so that the fault is recovered into an error as well.
 func openLogStore(path string) (s *logStore, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if p := recover(); p != nil {
-			s, err = nil, fmt.Errorf("%s is unreadable: %v", path, p)
+			// The database is not closed: bbolt may hold its locks where it faulted.
+			note := ""
+			if _, fault := p.(interface{ Addr() uintptr }); fault {
+				note = sizeNote(path)
+			}
+			s, err = nil, fmt.Errorf("%s is unreadable: %v%s", path, p, note)
 		}
 	}()
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
@@ -72,6 +84,15 @@ func openLogStore(path string) (s *logStore, err error) {
 		return nil, fmt.Errorf("%s is damaged: %v", path, err)
 	}
 	return s, nil
+}
+
+// sizeNote describes the file's size, for a memory fault: a hint it was cut short.
+func sizeNote(path string) string {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf(" (the file is %d bytes: cut short?)", fi.Size())
 }
 
 // verify reads every entry: contiguous indexes, each one's checksum, and every

@@ -185,6 +185,8 @@ type ctlView struct {
 		State     string `json:"raft_state"`
 		Leader    string `json:"leader"`
 		CanChange bool   `json:"can_change"`
+		Commit    uint64 `json:"commit_index"`
+		Applied   uint64 `json:"applied_index"`
 	} `json:"raft"`
 	Controls []struct {
 		Name string `json:"name"`
