@@ -56,11 +56,10 @@ func openLogStore(path string) (s *logStore, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			// The database is not closed: bbolt may hold its locks where it faulted.
-			note := ""
 			if _, fault := p.(interface{ Addr() uintptr }); fault {
-				note = sizeNote(path)
+				p = "a memory fault reading it" + sizeNote(path)
 			}
-			s, err = nil, fmt.Errorf("%s is unreadable: %v%s", path, p, note)
+			s, err = nil, fmt.Errorf("%s is unreadable: %v", path, p)
 		}
 	}()
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})

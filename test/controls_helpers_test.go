@@ -31,6 +31,7 @@ type ctlMember struct {
 	name                  string
 	dns, api, gossip, ctl int
 	dataDir, corefile     string
+	r53                   string // the Route 53 API's address, "" without one
 	srv                   *coretest.Server
 }
 

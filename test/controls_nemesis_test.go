@@ -42,7 +42,9 @@ var nemesisFaults = []string{"kill leader", "kill follower", "stop leader", "sto
 // exits, as raft does, and is started again). After the rounds it checks that
 // the history is linearizable (porcupine), that every acknowledged change is in
 // the audit and no change refused before it was proposed is, that every member
-// restarts, and that every member's DNS answers the committed state.
+// restarts, and that every member's DNS answers the committed state. Alongside,
+// a Route 53 API client per member sends ChangeResourceRecordSets batches (two
+// new names each): every member answers every name of every batch acknowledged.
 //
 // HEALTHROUTE_NEMESIS_ROUNDS sets the rounds (default 8, under a minute);
 // HEALTHROUTE_NEMESIS_SEED replays a seed (the test logs the one it used);
@@ -66,6 +68,7 @@ func TestControlsNemesis(t *testing.T) {
 	}
 
 	f := newCtlFleet(t, 3, true)
+	f.addRoute53API()
 	for i := range f.ms {
 		f.start(i)
 	}
@@ -82,8 +85,10 @@ func TestControlsNemesis(t *testing.T) {
 	h := &nemesisHistory{t0: time.Now()}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
+	r53 := &r53History{}
 	for c := range f.ms {
 		wg.Go(func() { h.client(ctx, f, c, seed) })
+		wg.Go(func() { r53.client(ctx, f, c) })
 	}
 	signal := func(i int, sig syscall.Signal) {
 		if err := syscall.Kill(f.ms[i].srv.Cmd.Process.Pid, sig); err != nil {
@@ -148,8 +153,9 @@ func TestControlsNemesis(t *testing.T) {
 	writes, unknown, reads := h.counts()
 	t.Logf("seed %d: %d rounds (%s), %d operations over %s: %d changes acknowledged, %d of unknown outcome, %d refused before proposed, %d consistent reads",
 		seed, rounds, strings.Join(done, ", "), len(h.ops), time.Since(h.t0).Round(time.Millisecond), len(h.acked), unknown, len(h.refused), reads)
-	if writes < 30 || reads < 30 {
-		t.Fatalf("too few operations to mean anything: %d writes, %d reads", writes, reads)
+	t.Logf("Route 53 API: %d record sets acknowledged (in batches of 2), %d batches not", len(r53.acked), r53.failed)
+	if writes < 30 || reads < 30 || len(r53.acked) < 20 {
+		t.Fatalf("too few operations to mean anything: %d writes, %d reads, %d record sets", writes, reads, len(r53.acked))
 	}
 	if res := porcupine.CheckOperationsTimeout(ctlModel, h.ops, time.Minute); res != porcupine.Ok {
 		t.Fatalf("seed %d: the history is not linearizable (porcupine: %s)", seed, res)
@@ -166,8 +172,9 @@ func TestControlsNemesis(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range f.ms {
-		// A member restarted last may still be applying the log: wait (bounded) for
-		// every acknowledged change, then report what is missing.
+		// A member restarted last may still be applying the log, slowly under the
+		// Route 53 API's load (each entry rewrites and syncs state.json): wait while
+		// what is missing shrinks, then report it.
 		var audit map[string]bool
 		missing := func() []string {
 			audit = f.auditReasons(i)
@@ -177,12 +184,24 @@ func TestControlsNemesis(t *testing.T) {
 					out = append(out, r)
 				}
 			}
+			if len(audit) >= 1000 {
+				return nil
+			}
 			return out
 		}
-		coretest.WaitUntil(t, 10*time.Second, f.ms[i].name+" holds every acknowledged change", func() bool {
-			return len(missing()) == 0 || len(audit) >= 1000
-		}, func() string {
-			return fmt.Sprintf("seed %d: missing %v\n%s\n%s", seed, missing(), f.diag(), f.ms[i].srv.Output())
+		waitShrinking(t, 10*time.Second, 2*time.Minute, f.ms[i].name+" holds every acknowledged change", func() int { return len(missing()) }, func() string {
+			var others strings.Builder
+			for j := range f.ms { // this member's, or every member's?
+				a := f.auditReasons(j)
+				n := 0
+				for r := range h.acked {
+					if !a[r] {
+						n++
+					}
+				}
+				fmt.Fprintf(&others, "%s: %d audit entries, %d of the %d acknowledged changes missing\n", f.ms[j].name, len(a), n, len(h.acked))
+			}
+			return fmt.Sprintf("seed %d: missing %v\n%s%s\n%s", seed, missing(), others.String(), f.diag(), f.ms[i].srv.Output())
 		})
 		if len(audit) >= 1000 { // the audit keeps the last 1,000 entries: a long run checks the rest
 			t.Logf("%s: the audit is full (a long run): its acknowledged changes are checked by the history only", f.ms[i].name)
@@ -195,6 +214,34 @@ func TestControlsNemesis(t *testing.T) {
 		}
 	}
 	f.expect(v.on("east"), true, 0, 1, 2)
+	for i := range f.ms { // every record set a Route 53 API batch acknowledged answers
+		waitShrinking(t, 10*time.Second, 2*time.Minute, f.ms[i].name+" answers every acknowledged Route 53 API record set", func() int {
+			return len(r53.missing(f, i))
+		}, func() string {
+			return fmt.Sprintf("seed %d: missing %v\n%s", seed, r53.missing(f, i), f.diag())
+		})
+	}
+}
+
+// waitShrinking waits until missing returns 0, failing once it has not fallen
+// for stall (a member still applying the log keeps it falling), or after most.
+func waitShrinking(t *testing.T, stall, most time.Duration, what string, missing func() int, detail func() string) {
+	t.Helper()
+	start, best, since := time.Now(), math.MaxInt, time.Now()
+	for {
+		n := missing()
+		if n == 0 {
+			return
+		}
+		if n < best {
+			best, since = n, time.Now()
+		}
+		if time.Since(since) > stall || time.Since(start) > most {
+			t.Fatalf("%s: %d still missing, the last fewer %s ago (waited %s)\n%s", what, n,
+				time.Since(since).Round(time.Millisecond), time.Since(start).Round(time.Millisecond), detail())
+		}
+		pause(200 * time.Millisecond)
+	}
 }
 
 // truncateLog kills member i, cuts its raft log short at a random length and
@@ -322,16 +369,20 @@ func (f *ctlFleet) fillDisk(i int) string {
 		what += fmt.Sprintf(", it exited (%q), started again", lastLine(out, "panic"))
 		f.start(i)
 	}
-	// It catches up: it applies what a member that could write had committed.
+	// It catches up: it applies what a member that could write had committed (a
+	// member restarted meanwhile knows its commit index once a leader tells it).
 	var commit uint64
-	for j := range f.ms {
-		if v, err := f.view(j, ""); j != i && err == nil {
-			commit = max(commit, v.Raft.Commit)
-		}
-	}
 	waitUntil(f.t, 15*time.Second, m.name+" catches up after its disk is no longer full", func() bool {
+		for j := range f.ms {
+			if commit > 0 {
+				break
+			}
+			if v, err := f.view(j, ""); j != i && err == nil {
+				commit = max(commit, v.Raft.Commit)
+			}
+		}
 		v, err := f.view(i, "")
-		return err == nil && v.Raft.Applied >= commit
+		return err == nil && commit > 0 && v.Raft.Applied >= commit
 	}, f.outputs)
 	return what + fmt.Sprintf(", caught up to index %d", commit)
 }
