@@ -365,8 +365,12 @@ func (f *ctlFleet) fillDisk(i int) string {
 	}
 	what := fmt.Sprintf("%s's files limited to %d bytes for %s: %d writes failed", m.name, fi.Size(), held, failures())
 	if exited || processGone(pid) {
+		// raft's one way out when it cannot persist a new term; any other is a bug
 		out := srv.Output()
-		what += fmt.Sprintf(", it exited (%q), started again", lastLine(out, "panic"))
+		if !strings.Contains(out, "panic: failed to save current term: ") {
+			f.t.Fatalf("%s exited while its disk was full, not on raft's term:\n%s", m.name, out)
+		}
+		what += fmt.Sprintf(", it exited (%q), started again", lastLine(out, "panic: "))
 		f.start(i)
 	}
 	// It catches up: it applies what a member that could write had committed (a
