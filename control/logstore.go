@@ -1,6 +1,7 @@
 package control
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -94,14 +95,21 @@ func sizeNote(path string) string {
 	return fmt.Sprintf(" (the file is %d bytes: cut short?)", fi.Size())
 }
 
-// verify reads every entry: contiguous indexes, each one's checksum, and every
-// configuration entry decodable (raft panics on one it cannot decode).
+// verify reads every entry: contiguous indexes, each one's checksum, each found
+// by its index as raft looks it up, and every configuration entry decodable
+// (raft panics on one it cannot decode).
 func (s *logStore) verify() error {
 	return s.db.View(func(tx *bolt.Tx) error {
 		var prev uint64
-		return tx.Bucket(bucketLogs).ForEach(func(k, v []byte) error {
+		b := tx.Bucket(bucketLogs)
+		return b.ForEach(func(k, v []byte) error {
 			if len(k) != 8 {
 				return fmt.Errorf("a key of %d bytes in the log", len(k))
+			}
+			// A walk reads the pages in order; a lookup searches the keys of the
+			// pages above them, which a file cut short can leave zeroed.
+			if !bytes.Equal(b.Get(k), v) {
+				return fmt.Errorf("entry %d is not found by its index (the log's index pages are damaged)", binary.BigEndian.Uint64(k))
 			}
 			var l raft.Log
 			if err := decodeLog(v, &l); err != nil {

@@ -43,10 +43,11 @@ type r53History struct {
 
 // client sends ChangeResourceRecordSets batches through member c's Route 53 API
 // until ctx ends, one a second at most (each makes every member reload CoreDNS
-// and acknowledge the generation it serves through raft: a heavy load): each creates two new names (A
-// records), applied together or not at all. The SDK signs them with the test
-// key and does not retry (a retried CREATE would report a batch applied by its
-// first try as refused: harmless, but it hides what happened).
+// and acknowledge the generation it serves through raft: a heavy load). Each
+// creates two new names (A records), applied together or not at all. The SDK
+// signs them with the test key and does not retry (a retried CREATE would
+// report a batch applied by its first try as refused: harmless, but it hides
+// what happened).
 func (h *r53History) client(ctx context.Context, f *ctlFleet, c int) {
 	api := r53Client(f.ms[c].r53, r53KeyID, r53Secret)
 	zone := aws.String(r53api.ZoneID("example.org."))
