@@ -365,9 +365,14 @@ func (f *ctlFleet) fillDisk(i int) string {
 	}
 	what := fmt.Sprintf("%s's files limited to %d bytes for %s: %d writes failed", m.name, fi.Size(), held, failures())
 	if exited || processGone(pid) {
-		// raft's one way out when it cannot persist a new term; any other is a bug
+		// raft's one way out when it cannot persist a new term; any other is a bug.
+		// The process is reaped before its last output is copied: wait for it.
+		const termPanic = "panic: failed to save current term: "
+		for deadline := time.Now().Add(5 * time.Second); !strings.Contains(srv.Output(), termPanic) && time.Now().Before(deadline); {
+			pause(50 * time.Millisecond)
+		}
 		out := srv.Output()
-		if !strings.Contains(out, "panic: failed to save current term: ") {
+		if !strings.Contains(out, termPanic) {
 			f.t.Fatalf("%s exited while its disk was full, not on raft's term:\n%s", m.name, out)
 		}
 		what += fmt.Sprintf(", it exited (%q), started again", lastLine(out, "panic: "))
