@@ -1,10 +1,13 @@
 package control
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"os"
+	"runtime/debug"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -44,10 +47,19 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 // openLogStore opens (creating it when missing) the log at path and checks every
 // entry it holds, so that a damaged log is refused here, with an error, rather
 // than found by raft later, which panics on an entry it cannot read. bbolt panics
-// on some damaged files: that is recovered into an error too.
+// on some damaged files: that is recovered into an error too. A file cut short
+// (truncated) makes bbolt read pages past its end through its memory map: a
+// SIGBUS (or SIGSEGV), which kills the process with "fatal error: fault" unless
+// the goroutine panics on faults, as it does here while the log is opened and
+// read, so that the fault is recovered into an error as well.
 func openLogStore(path string) (s *logStore, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if p := recover(); p != nil {
+			// The database is not closed: bbolt may hold its locks where it faulted.
+			if _, fault := p.(interface{ Addr() uintptr }); fault {
+				p = "a memory fault reading it" + sizeNote(path)
+			}
 			s, err = nil, fmt.Errorf("%s is unreadable: %v", path, p)
 		}
 	}()
@@ -74,14 +86,30 @@ func openLogStore(path string) (s *logStore, err error) {
 	return s, nil
 }
 
-// verify reads every entry: contiguous indexes, each one's checksum, and every
-// configuration entry decodable (raft panics on one it cannot decode).
+// sizeNote describes the file's size, for a memory fault: a hint it was cut short.
+func sizeNote(path string) string {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf(" (the file is %d bytes: cut short?)", fi.Size())
+}
+
+// verify reads every entry: contiguous indexes, each one's checksum, each found
+// by its index as raft looks it up, and every configuration entry decodable
+// (raft panics on one it cannot decode).
 func (s *logStore) verify() error {
 	return s.db.View(func(tx *bolt.Tx) error {
 		var prev uint64
-		return tx.Bucket(bucketLogs).ForEach(func(k, v []byte) error {
+		b := tx.Bucket(bucketLogs)
+		return b.ForEach(func(k, v []byte) error {
 			if len(k) != 8 {
 				return fmt.Errorf("a key of %d bytes in the log", len(k))
+			}
+			// A walk reads the pages in order; a lookup searches the keys of the
+			// pages above them, which a file cut short can leave zeroed.
+			if !bytes.Equal(b.Get(k), v) {
+				return fmt.Errorf("entry %d is not found by its index (the log's index pages are damaged)", binary.BigEndian.Uint64(k))
 			}
 			var l raft.Log
 			if err := decodeLog(v, &l); err != nil {

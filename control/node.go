@@ -325,7 +325,10 @@ func openDir(cfg Config, logger hclog.Logger) (*fsm, *dataDir, error) {
 	}
 	store, err := openLogStore(filepath.Join(cfg.Dir, logFile))
 	if err != nil {
-		return fail(fmt.Errorf("raft log: %v (move the data directory away to start this member empty: the other voters send it the state)", err))
+		// Not the whole directory: state.json kept, the member refuses votes until it
+		// has the log back up to it (voteGate); empty, it would vote at once, for a
+		// candidate missing what it had acknowledged.
+		return fail(fmt.Errorf("raft log: %v (move %s away, keeping the rest of the directory, to start this member without its log: it answers from %s, the other voters send it the log, and it votes again once it has applied it)", err, logFile, stateFile))
 	}
 	d := &dataDir{store: store, close: func() {
 		store.Close()

@@ -31,6 +31,7 @@ type ctlMember struct {
 	name                  string
 	dns, api, gossip, ctl int
 	dataDir, corefile     string
+	r53                   string // the Route 53 API's address, "" without one
 	srv                   *coretest.Server
 }
 
@@ -185,6 +186,8 @@ type ctlView struct {
 		State     string `json:"raft_state"`
 		Leader    string `json:"leader"`
 		CanChange bool   `json:"can_change"`
+		Commit    uint64 `json:"commit_index"`
+		Applied   uint64 `json:"applied_index"`
 	} `json:"raft"`
 	Controls []struct {
 		Name string `json:"name"`

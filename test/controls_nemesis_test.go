@@ -1,6 +1,7 @@
 package test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -8,7 +9,9 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,25 +20,35 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/miekg/dns"
+	"golang.org/x/sys/unix"
 
 	"github.com/healthroute/healthroute/internal/coretest"
 )
 
 // The nemesis' faults: what each does to the fleet for one round.
-var nemesisFaults = []string{"kill leader", "kill follower", "stop leader", "stop follower", "lose follower's log", "partition one", "restart everyone"}
+var nemesisFaults = []string{"kill leader", "kill follower", "stop leader", "stop follower", "lose follower's log", "partition one", "restart everyone",
+	"truncate follower's log", "fill one's disk"}
 
 // TestControlsNemesis runs three members (their control ports through proxies
 // that cut and heal) under changes and consistent reads of control east from three
 // clients, while a nemesis picks a random fault per round: SIGKILL or SIGSTOP (3
 // s, past the election timeout) of the leader or a follower, a follower's raft
-// log deleted while it is down, one member cut off for 3 s, every member
-// restarted. After the rounds it checks that the history is linearizable
-// (porcupine), that every acknowledged change is in the audit and no change
-// refused before it was proposed is, that every member restarts, and that every
-// member's DNS answers the committed state.
+// log deleted while it is down, or cut short at a random length (the member then
+// starts on it or refuses to, naming the damage, and the test moves the log away
+// as an operator would), one member cut off for 3 s, every member restarted, one
+// member's disk full for 3 s (its writes past the size of its state.json fail,
+// which the test sees in its output; a member that cannot persist its term
+// exits, as raft does, and is started again). After the rounds it checks that
+// the history is linearizable (porcupine), that every acknowledged change is in
+// the audit and no change refused before it was proposed is, that every member
+// restarts, and that every member's DNS answers the committed state. Alongside,
+// a Route 53 API client per member sends ChangeResourceRecordSets batches (two
+// new names each): every member answers every name of every batch acknowledged.
 //
 // HEALTHROUTE_NEMESIS_ROUNDS sets the rounds (default 8, under a minute);
-// HEALTHROUTE_NEMESIS_SEED replays a seed (the test logs the one it used).
+// HEALTHROUTE_NEMESIS_SEED replays a seed (the test logs the one it used);
+// HEALTHROUTE_NEMESIS_FAULTS picks among some faults only (comma-separated).
 func TestControlsNemesis(t *testing.T) {
 	if testing.Short() {
 		t.Skip("three CoreDNS processes")
@@ -44,8 +57,18 @@ func TestControlsNemesis(t *testing.T) {
 	seed := uint64(envInt(t, "HEALTHROUTE_NEMESIS_SEED", int(time.Now().UnixNano()%1e9)))
 	t.Logf("nemesis seed %d, %d rounds (HEALTHROUTE_NEMESIS_SEED=%d replays it)", seed, rounds, seed)
 	rng := rand.New(rand.NewPCG(seed, 37))
+	faults := nemesisFaults
+	if v := os.Getenv("HEALTHROUTE_NEMESIS_FAULTS"); v != "" { // a comma-separated subset, to run some faults only
+		faults = strings.Split(v, ",")
+		for _, x := range faults {
+			if !slices.Contains(nemesisFaults, x) {
+				t.Fatalf("HEALTHROUTE_NEMESIS_FAULTS: unknown fault %q (known: %s)", x, strings.Join(nemesisFaults, ", "))
+			}
+		}
+	}
 
 	f := newCtlFleet(t, 3, true)
+	f.addRoute53API()
 	for i := range f.ms {
 		f.start(i)
 	}
@@ -62,8 +85,10 @@ func TestControlsNemesis(t *testing.T) {
 	h := &nemesisHistory{t0: time.Now()}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
+	r53 := &r53History{}
 	for c := range f.ms {
 		wg.Go(func() { h.client(ctx, f, c, seed) })
+		wg.Go(func() { r53.client(ctx, f, c) })
 	}
 	signal := func(i int, sig syscall.Signal) {
 		if err := syscall.Kill(f.ms[i].srv.Cmd.Process.Pid, sig); err != nil {
@@ -75,7 +100,7 @@ func TestControlsNemesis(t *testing.T) {
 	for round := range rounds {
 		pause(time.Second)
 		lead, follower := f.roles(rng)
-		fault := nemesisFaults[rng.IntN(len(nemesisFaults))]
+		fault := faults[rng.IntN(len(faults))]
 		done = append(done, fault)
 		t.Logf("round %d: %s (leader %s, follower %s)", round, fault, f.ms[lead].name, f.ms[follower].name)
 		switch fault {
@@ -106,6 +131,11 @@ func TestControlsNemesis(t *testing.T) {
 			for i := range f.ms {
 				f.start(i)
 			}
+		case "truncate follower's log":
+			t.Logf("round %d: %s", round, f.truncateLog(follower, rng))
+		case "fill one's disk":
+			i := []int{lead, follower}[rng.IntN(2)]
+			t.Logf("round %d: %s", round, f.fillDisk(i))
 		}
 	}
 	pause(time.Second)
@@ -123,8 +153,9 @@ func TestControlsNemesis(t *testing.T) {
 	writes, unknown, reads := h.counts()
 	t.Logf("seed %d: %d rounds (%s), %d operations over %s: %d changes acknowledged, %d of unknown outcome, %d refused before proposed, %d consistent reads",
 		seed, rounds, strings.Join(done, ", "), len(h.ops), time.Since(h.t0).Round(time.Millisecond), len(h.acked), unknown, len(h.refused), reads)
-	if writes < 30 || reads < 30 {
-		t.Fatalf("too few operations to mean anything: %d writes, %d reads", writes, reads)
+	t.Logf("Route 53 API: %d record sets acknowledged (in batches of 2), %d batches not", len(r53.acked), r53.failed)
+	if writes < 30 || reads < 30 || len(r53.acked) < 20 {
+		t.Fatalf("too few operations to mean anything: %d writes, %d reads, %d record sets", writes, reads, len(r53.acked))
 	}
 	if res := porcupine.CheckOperationsTimeout(ctlModel, h.ops, time.Minute); res != porcupine.Ok {
 		t.Fatalf("seed %d: the history is not linearizable (porcupine: %s)", seed, res)
@@ -141,8 +172,9 @@ func TestControlsNemesis(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range f.ms {
-		// A member restarted last may still be applying the log: wait (bounded) for
-		// every acknowledged change, then report what is missing.
+		// A member restarted last may still be applying the log, slowly under the
+		// Route 53 API's load (each entry rewrites and syncs state.json): wait while
+		// what is missing shrinks, then report it.
 		var audit map[string]bool
 		missing := func() []string {
 			audit = f.auditReasons(i)
@@ -152,12 +184,24 @@ func TestControlsNemesis(t *testing.T) {
 					out = append(out, r)
 				}
 			}
+			if len(audit) >= 1000 {
+				return nil
+			}
 			return out
 		}
-		coretest.WaitUntil(t, 10*time.Second, f.ms[i].name+" holds every acknowledged change", func() bool {
-			return len(missing()) == 0 || len(audit) >= 1000
-		}, func() string {
-			return fmt.Sprintf("seed %d: missing %v\n%s\n%s", seed, missing(), f.diag(), f.ms[i].srv.Output())
+		waitShrinking(t, 10*time.Second, 2*time.Minute, f.ms[i].name+" holds every acknowledged change", func() int { return len(missing()) }, func() string {
+			var others strings.Builder
+			for j := range f.ms { // this member's, or every member's?
+				a := f.auditReasons(j)
+				n := 0
+				for r := range h.acked {
+					if !a[r] {
+						n++
+					}
+				}
+				fmt.Fprintf(&others, "%s: %d audit entries, %d of the %d acknowledged changes missing\n", f.ms[j].name, len(a), n, len(h.acked))
+			}
+			return fmt.Sprintf("seed %d: missing %v\n%s%s\n%s", seed, missing(), others.String(), f.diag(), f.ms[i].srv.Output())
 		})
 		if len(audit) >= 1000 { // the audit keeps the last 1,000 entries: a long run checks the rest
 			t.Logf("%s: the audit is full (a long run): its acknowledged changes are checked by the history only", f.ms[i].name)
@@ -170,6 +214,197 @@ func TestControlsNemesis(t *testing.T) {
 		}
 	}
 	f.expect(v.on("east"), true, 0, 1, 2)
+	for i := range f.ms { // every record set a Route 53 API batch acknowledged answers
+		waitShrinking(t, 10*time.Second, 2*time.Minute, f.ms[i].name+" answers every acknowledged Route 53 API record set", func() int {
+			return len(r53.missing(f, i))
+		}, func() string {
+			return fmt.Sprintf("seed %d: missing %v\n%s", seed, r53.missing(f, i), f.diag())
+		})
+	}
+}
+
+// waitShrinking waits until missing returns 0, failing once it has not fallen
+// for stall (a member still applying the log keeps it falling), or after most.
+func waitShrinking(t *testing.T, stall, most time.Duration, what string, missing func() int, detail func() string) {
+	t.Helper()
+	start, best, since := time.Now(), math.MaxInt, time.Now()
+	for {
+		n := missing()
+		if n == 0 {
+			return
+		}
+		if n < best {
+			best, since = n, time.Now()
+		}
+		if time.Since(since) > stall || time.Since(start) > most {
+			t.Fatalf("%s: %d still missing, the last fewer %s ago (waited %s)\n%s", what, n,
+				time.Since(since).Round(time.Millisecond), time.Since(start).Round(time.Millisecond), detail())
+		}
+		pause(200 * time.Millisecond)
+	}
+}
+
+// truncateLog kills member i, cuts its raft log short at a random length and
+// starts it again: it either starts on what is left, or refuses to start,
+// naming the damaged log (docs/controls.md), and then starts once the log is
+// moved away, as an operator would do, answering from its state.json until the
+// leader sends it the log. It returns what happened.
+func (f *ctlFleet) truncateLog(i int, rng *rand.Rand) string {
+	f.t.Helper()
+	m := f.ms[i]
+	f.kill(i)
+	path := filepath.Join(m.dataDir, "raft.db")
+	fi, err := os.Stat(path)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	n := rng.Int64N(fi.Size())
+	if err := os.Truncate(path, n); err != nil {
+		f.t.Fatal(err)
+	}
+	if after, err := os.Stat(path); err != nil || after.Size() != n || n >= fi.Size() {
+		f.t.Fatalf("%s: raft.db of %d bytes, cut at %d: now %v %v", m.name, fi.Size(), n, after, err)
+	}
+	out, refused := f.startOrRefusal(i)
+	if !refused {
+		f.start(i)
+		return fmt.Sprintf("%s's raft.db cut from %d to %d bytes: it started on it", m.name, fi.Size(), n)
+	}
+	want := "controls: raft log: " + path + " is "
+	if !strings.Contains(out, want) || !strings.Contains(out, "(move ") || strings.Contains(out, "fatal error") || strings.Contains(out, "goroutine ") {
+		f.t.Fatalf("%s: raft.db cut from %d to %d bytes: refused without %q, or with a crash:\n%s", m.name, fi.Size(), n, want, out)
+	}
+	if err := os.Remove(path); err != nil {
+		f.t.Fatal(err)
+	}
+	f.start(i)
+	line := out[strings.Index(out, want):]
+	line = line[:strings.IndexByte(line+"\n", '\n')]
+	if j := strings.Index(line, " (move "); j >= 0 {
+		line = line[:j]
+	}
+	return fmt.Sprintf("%s's raft.db cut from %d to %d bytes: refused (%s), started again without it", m.name, fi.Size(), n, strings.TrimPrefix(line, "controls: raft log: "+path+" "))
+}
+
+// startOrRefusal runs member i's Corefile until it answers DNS (then stops it:
+// the caller starts it again) or exits, refusing to start (then it returns the
+// process's output and true).
+func (f *ctlFleet) startOrRefusal(i int) (string, bool) {
+	f.t.Helper()
+	dir := f.t.TempDir()
+	conf := filepath.Join(dir, "Corefile")
+	if err := os.WriteFile(conf, []byte(f.ms[i].corefile), 0o644); err != nil {
+		f.t.Fatal(err)
+	}
+	cmd := exec.Command(coretest.Binary(f.t), "-conf", conf)
+	cmd.Dir = dir
+	var out bytes.Buffer // read only once Wait has returned
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		f.t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	q := new(dns.Msg)
+	q.SetQuestion("www.example.org.", dns.TypeA)
+	c := &dns.Client{Timeout: 200 * time.Millisecond}
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-exited:
+			return out.String(), true
+		default:
+		}
+		if _, _, err := c.Exchange(q, fmt.Sprintf("127.0.0.1:%d", f.ms[i].dns)); err == nil {
+			cmd.Process.Kill()
+			<-exited
+			return "", false
+		}
+		pause(20 * time.Millisecond)
+	}
+	cmd.Process.Kill()
+	<-exited
+	f.t.Fatalf("%s neither answered nor exited within 30s:\n%s", f.ms[i].name, out.String())
+	return "", false
+}
+
+// diskFull is what the nemesis sees of a disk full: EFBIG's text in the member's
+// output, from raft's log store or the state file's write.
+const diskFull = "file too large"
+
+// fillDisk makes member i's writes fail for 3 s at least (until one has failed,
+// 10 s at most): RLIMIT_FSIZE on its process, at the size of its state.json, so
+// that a file written past that (the next state.json, longer by an audit entry,
+// or the raft log past that offset) fails with EFBIG (Go ignores SIGXFSZ). Then
+// it lifts the limit, starts the member again if it exited (raft stops a member
+// that cannot persist its term), and waits until it has applied what the others
+// had committed. It fails the test when no write failed. It returns what happened.
+func (f *ctlFleet) fillDisk(i int) string {
+	f.t.Helper()
+	m := f.ms[i]
+	fi, err := os.Stat(filepath.Join(m.dataDir, "state.json"))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	srv, pid := m.srv, m.srv.Cmd.Process.Pid
+	before := strings.Count(srv.Output(), diskFull)
+	lim := &unix.Rlimit{Cur: uint64(fi.Size()), Max: unix.RLIM_INFINITY}
+	if err := unix.Prlimit(pid, unix.RLIMIT_FSIZE, lim, nil); err != nil {
+		f.t.Fatalf("%s: prlimit: %v", m.name, err)
+	}
+	start := time.Now()
+	failures := func() int { return strings.Count(srv.Output(), diskFull) - before }
+	for time.Since(start) < 10*time.Second && (time.Since(start) < 3*time.Second || failures() == 0) && !processGone(pid) {
+		pause(100 * time.Millisecond)
+	}
+	lifted := &unix.Rlimit{Cur: unix.RLIM_INFINITY, Max: unix.RLIM_INFINITY}
+	exited := unix.Prlimit(pid, unix.RLIMIT_FSIZE, lifted, nil) != nil && processGone(pid)
+	held := time.Since(start).Round(100 * time.Millisecond)
+	if failures() == 0 {
+		f.t.Fatalf("%s: RLIMIT_FSIZE %d bytes for %s, and no write failed (no %q in its output): the fault did nothing\n%s", m.name, fi.Size(), held, diskFull, srv.Output())
+	}
+	what := fmt.Sprintf("%s's files limited to %d bytes for %s: %d writes failed", m.name, fi.Size(), held, failures())
+	if exited || processGone(pid) {
+		// raft's one way out when it cannot persist a new term; any other is a bug.
+		// The process is reaped before its last output is copied: wait for it.
+		const termPanic = "panic: failed to save current term: "
+		for deadline := time.Now().Add(5 * time.Second); !strings.Contains(srv.Output(), termPanic) && time.Now().Before(deadline); {
+			pause(50 * time.Millisecond)
+		}
+		out := srv.Output()
+		if !strings.Contains(out, termPanic) {
+			f.t.Fatalf("%s exited while its disk was full, not on raft's term:\n%s", m.name, out)
+		}
+		what += fmt.Sprintf(", it exited (%q), started again", lastLine(out, "panic: "))
+		f.start(i)
+	}
+	// It catches up: it applies what a member that could write had committed (a
+	// member restarted meanwhile knows its commit index once a leader tells it).
+	var commit uint64
+	waitUntil(f.t, 15*time.Second, m.name+" catches up after its disk is no longer full", func() bool {
+		for j := range f.ms {
+			if commit > 0 {
+				break
+			}
+			if v, err := f.view(j, ""); j != i && err == nil {
+				commit = max(commit, v.Raft.Commit)
+			}
+		}
+		v, err := f.view(i, "")
+		return err == nil && commit > 0 && v.Raft.Applied >= commit
+	}, f.outputs)
+	return what + fmt.Sprintf(", caught up to index %d", commit)
+}
+
+// lastLine is the last line of out holding s, "" when none does.
+func lastLine(out, s string) string {
+	i := strings.LastIndex(out, s)
+	if i < 0 {
+		return ""
+	}
+	start := strings.LastIndexByte(out[:i], '\n') + 1
+	end := strings.IndexByte(out[i:]+"\n", '\n') + i
+	return out[start:end]
 }
 
 // roles returns the leader (a random member when none is known now) and another
