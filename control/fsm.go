@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/raft"
 	"github.com/healthroute/healthroute/internal/atomicfile"
@@ -36,6 +37,11 @@ type fsm struct {
 	// lostAt: the index of the state this member had when its log was lost; it
 	// votes again once it has applied that far (voteGate).
 	lostAt uint64
+	// done is the index of the last state fully applied: persisted and handed to
+	// onChange, so that what this member serves shows it. raft's own applied index
+	// runs ahead of it (raft counts an entry applied once queued for the state
+	// machine), so a member waiting to show a change waits on this one.
+	done atomic.Uint64
 }
 
 // mayVote reports whether this member holds (applied) the state it had before
@@ -103,6 +109,7 @@ func (f *fsm) Apply(l *raft.Log) any {
 	if f.onChange != nil {
 		f.onChange(cp)
 	}
+	f.done.Store(cp.Index)
 	if res != nil {
 		return res
 	}
@@ -153,6 +160,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	if f.onChange != nil {
 		f.onChange(cp)
 	}
+	f.done.Store(cp.Index)
 	return nil
 }
 

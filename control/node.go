@@ -243,6 +243,9 @@ func Open(cfg Config, onChange func(*State)) (*Node, error) {
 	if onChange != nil {
 		onChange(st)
 	}
+	if !f.rebuild { // a state the log does not hold: what it serves counts as nothing applied
+		f.done.Store(st.Index)
+	}
 	f.onChange = func(s *State) {
 		observe(n, s)
 		if onChange != nil {
@@ -456,17 +459,19 @@ func (n *Node) do(ctx context.Context, req Request) (*State, error) {
 	return rep.State, rep.err()
 }
 
-// awaitApplied waits (up to a second) until this member has applied index, so
-// that its own DNS answers show a change once the API has said it is applied.
+// awaitApplied waits (up to applyTimeout) until this member has applied index
+// and serves it, so that what it answers next, its DNS and its APIs' reads (a
+// zonal shift just canceled, a record set just changed), shows a change the API
+// has said is applied.
 func (n *Node) awaitApplied(ctx context.Context, index uint64) {
-	if index == 0 || n.raft.AppliedIndex() >= index {
+	if index == 0 || n.fsm.done.Load() >= index {
 		return
 	}
-	t := time.NewTimer(time.Second)
+	t := time.NewTimer(applyTimeout)
 	defer t.Stop()
 	tick := time.NewTicker(2 * time.Millisecond)
 	defer tick.Stop()
-	for n.raft.AppliedIndex() < index {
+	for n.fsm.done.Load() < index {
 		select {
 		case <-t.C:
 			return
