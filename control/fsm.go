@@ -42,6 +42,29 @@ type fsm struct {
 	// runs ahead of it (raft counts an entry applied once queued for the state
 	// machine), so a member waiting to show a change waits on this one.
 	done atomic.Uint64
+	// applied is closed (and replaced) each time done moves: awaitApplied waits on it.
+	applied chan struct{}
+}
+
+// setDone records index as fully applied and wakes those waiting for it.
+func (f *fsm) setDone(index uint64) {
+	f.done.Store(index)
+	f.mu.Lock()
+	if f.applied != nil {
+		close(f.applied)
+		f.applied = nil
+	}
+	f.mu.Unlock()
+}
+
+// appliedChan returns a channel closed the next time done moves.
+func (f *fsm) appliedChan() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.applied == nil {
+		f.applied = make(chan struct{})
+	}
+	return f.applied
 }
 
 // mayVote reports whether this member holds (applied) the state it had before
@@ -109,7 +132,7 @@ func (f *fsm) Apply(l *raft.Log) any {
 	if f.onChange != nil {
 		f.onChange(cp)
 	}
-	f.done.Store(cp.Index)
+	f.setDone(cp.Index)
 	if res != nil {
 		return res
 	}
@@ -160,7 +183,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	if f.onChange != nil {
 		f.onChange(cp)
 	}
-	f.done.Store(cp.Index)
+	f.setDone(cp.Index)
 	return nil
 }
 

@@ -469,15 +469,17 @@ func (n *Node) awaitApplied(ctx context.Context, index uint64) {
 	}
 	t := time.NewTimer(applyTimeout)
 	defer t.Stop()
-	tick := time.NewTicker(2 * time.Millisecond)
-	defer tick.Stop()
-	for n.fsm.done.Load() < index {
+	for {
+		ch := n.fsm.appliedChan() // taken before the check: a move after it closes ch
+		if n.fsm.done.Load() >= index {
+			return
+		}
 		select {
+		case <-ch:
 		case <-t.C:
 			return
 		case <-ctx.Done():
 			return
-		case <-tick.C:
 		}
 	}
 }
