@@ -293,12 +293,8 @@ func TestLossyLinksKeepCounting(t *testing.T) {
 // stops counting 3 intervals and 2 beats after the member was last heard from; one
 // of a check probed every 2 s counts until the 5 s suspicion.
 func TestShortIntervalReportsExpire(t *testing.T) {
-	f, err := New(Config{Name: "self", Insecure: true, Quorum: DefaultQuorum})
-	if err != nil {
-		t.Fatal(err)
-	}
 	now := time.Unix(1000, 0)
-	f.now = func() time.Time { return now }
+	f := clockedFleet(t, Config{Name: "self", Insecure: true, Quorum: DefaultQuorum}, &now)
 	f.alive["p"] = memberlist.Node{Name: "p"}
 	at := func(d time.Duration) { now = time.Unix(1000, 0).Add(d) }
 	// this member probes "fast" every 200 ms and "slow" every 2 s; both see them down
@@ -397,12 +393,8 @@ func TestLANProfile(t *testing.T) {
 // it, and that is heard again after falling silent past the suspicion; not on
 // ordinary beats, and not twice within a beat.
 func TestFullSetPushedOnJoinRestartAndHeal(t *testing.T) {
-	f, err := New(Config{Name: "self", Insecure: true, Quorum: DefaultQuorum})
-	if err != nil {
-		t.Fatal(err)
-	}
 	now := time.Unix(1000, 0)
-	f.now = func() time.Time { return now }
+	f := clockedFleet(t, Config{Name: "self", Insecure: true, Quorum: DefaultQuorum}, &now)
 	f.Local("fp", status(false))
 	pushes := func() (to []string) {
 		for {

@@ -492,12 +492,8 @@ func feed(f *Fleet, name string, epoch, seq uint64, e entry) {
 // restarted member's old reports go, and this member's own report of a check no
 // longer probed drops out after the stale bound, the last decision staying.
 func TestStaleAndRestartedReports(t *testing.T) {
-	f, err := New(Config{Name: "self", Insecure: true, Quorum: DefaultQuorum})
-	if err != nil {
-		t.Fatal(err)
-	}
 	now := time.Unix(1000, 0)
-	f.now = func() time.Time { return now }
+	f := clockedFleet(t, Config{Name: "self", Insecure: true, Quorum: DefaultQuorum}, &now)
 	f.Local("fp", status(true))
 	f.alive["p"] = memberlist.Node{Name: "p"}
 	feed(f, "p", 1, 1, entry{id: shortID("fp"), seq: 1})
@@ -612,4 +608,16 @@ func TestFlipRepublishesThatCheck(t *testing.T) {
 	if !all && got["fp-2"] {
 		t.Error("fp-2 did not change but was republished")
 	}
+}
+
+// clockedFleet is a fleet of cfg, without memberlist, whose clock reads *now: the
+// test moves time by moving *now.
+func clockedFleet(t *testing.T, cfg Config, now *time.Time) *Fleet {
+	t.Helper()
+	f, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.now = func() time.Time { return *now }
+	return f
 }

@@ -12,12 +12,8 @@ import (
 // for its full set; messages with a lower one (sent before the stall) are ignored;
 // a full set under the new count makes its reports count again.
 func TestWakeVoidsEarlierReports(t *testing.T) {
-	f, err := New(Config{Name: "self", Insecure: true, Quorum: DefaultQuorum})
-	if err != nil {
-		t.Fatal(err)
-	}
 	now := time.Unix(1000, 0)
-	f.now = func() time.Time { return now }
+	f := clockedFleet(t, Config{Name: "self", Insecure: true, Quorum: DefaultQuorum}, &now)
 	f.Local("fp", status(true))
 	f.alive["p"] = memberlist.Node{Name: "p"}
 	id := shortID("fp")
@@ -71,12 +67,8 @@ func TestWakeVoidsEarlierReports(t *testing.T) {
 // bound as having no verdict, raises its wake count, and hands their checks to
 // OnStale; a verdict it is told before OnStale has run does not bring them back.
 func TestStallMarksOwnReports(t *testing.T) {
-	f, err := New(Config{Name: "self", Insecure: true, Quorum: DefaultQuorum})
-	if err != nil {
-		t.Fatal(err)
-	}
 	now := time.Unix(1000, 0)
-	f.now = func() time.Time { return now }
+	f := clockedFleet(t, Config{Name: "self", Insecure: true, Quorum: DefaultQuorum}, &now)
 	var restarted []string
 	f.OnStale = func(fps []string) { restarted = append(restarted, fps...) }
 	for range 3 {

@@ -15,12 +15,8 @@ import (
 // the property test, seed 32 of a run of 100: after a partition healed, a member's
 // beats kept a report from before the outage counted.)
 func TestLapsedMemberVouchesAfterItsFullSet(t *testing.T) {
-	f, err := New(Config{Name: "self", Insecure: true, Quorum: DefaultQuorum})
-	if err != nil {
-		t.Fatal(err)
-	}
 	now := time.Unix(1000, 0)
-	f.now = func() time.Time { return now }
+	f := clockedFleet(t, Config{Name: "self", Insecure: true, Quorum: DefaultQuorum}, &now)
 	f.ran = now
 	f.alive["p"] = memberlist.Node{Name: "p"}
 	id := shortID("fp")

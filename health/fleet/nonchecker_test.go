@@ -33,12 +33,8 @@ func TestReportsRedecideEveryMember(t *testing.T) {
 		{"every member probes, not probed here yet", RoleBoth, everyone},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f, err := New(Config{Name: "self", Insecure: true, Quorum: DefaultQuorum, Role: tc.role})
-			if err != nil {
-				t.Fatal(err)
-			}
 			now := time.Unix(1000, 0)
-			f.now = func() time.Time { return now }
+			f := clockedFleet(t, Config{Name: "self", Insecure: true, Quorum: DefaultQuorum, Role: tc.role}, &now)
 			f.alive["self"] = memberlist.Node{Name: "self"}
 			f.meta["self"] = memberMeta{role: tc.role, hash: nameHash("self")}
 			// taken returns the checks marked for re-deciding, and clears them

@@ -13,13 +13,9 @@ import (
 // restarts), its wake count goes up, and the other member's report, not heard from
 // for 30 s, no longer counts here. A suspend shorter than half a beat is not one.
 func TestHostSuspendIsAStall(t *testing.T) {
-	f, err := New(Config{Name: "self", Insecure: true, Quorum: DefaultQuorum})
-	if err != nil {
-		t.Fatal(err)
-	}
 	now := time.Unix(1000, 0)
 	var slept time.Duration
-	f.now = func() time.Time { return now }
+	f := clockedFleet(t, Config{Name: "self", Insecure: true, Quorum: DefaultQuorum}, &now)
 	f.suspended, f.slept, f.ran = func() time.Duration { return slept }, 0, now
 	f.alive["p"] = memberlist.Node{Name: "p"}
 	id := shortID("fp")
