@@ -7,15 +7,18 @@ import (
 	"fmt"
 	"hash/crc32"
 	"os"
+	"path/filepath"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
 	bolt "go.etcd.io/bbolt"
 )
 
-// logFile is the raft log and its stable store (current term, vote) in the data
-// directory: one bbolt database, every write a synced transaction.
+// logFile is the raft log in the data directory: a bbolt database, every write a
+// synced transaction. Raft's stable store (current term, vote) is beside it, in
+// termFileName; versions before it kept them in this database's stable bucket.
 //
 // It replaces the raft-wal log of earlier versions (see migrateWAL), whose v0.4.0
 // panics with "sealed segment has no index block" on every start after raft
@@ -39,7 +42,25 @@ var errNotFound = errors.New("not found")
 // Each entry is stored with a CRC-32C of its encoding, checked on every read:
 // bbolt checks its pages' structure, not the values in them.
 type logStore struct {
-	db *bolt.DB
+	db   *bolt.DB
+	term *termFile
+	// failedAt is when the last write of entries failed (Unix nanoseconds), 0
+	// when the last one succeeded: a member whose disk refuses its log does not
+	// stand for election (mayStand).
+	failedAt atomic.Int64
+}
+
+// standAfter is how long after a failed write of its log a member stands for
+// election again without a write having succeeded meanwhile: when every
+// member's disk was full, one must try again.
+const standAfter = 10 * time.Second
+
+// mayStand reports whether this member may ask for votes: not while its disk
+// refuses its log, for a leader that cannot append steps down at once (raft),
+// and would only take the leadership from a member that can.
+func (s *logStore) mayStand() bool {
+	at := s.failedAt.Load()
+	return at == 0 || time.Since(time.Unix(0, at)) > standAfter
 }
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
@@ -63,6 +84,8 @@ func openLogStore(path string) (s *logStore, err error) {
 			s, err = nil, fmt.Errorf("%s is unreadable: %v", path, p)
 		}
 	}()
+	_, statErr := os.Stat(path)
+	fresh := os.IsNotExist(statErr)
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
 	if err != nil {
 		return nil, fmt.Errorf("%s is unreadable: %v", path, err)
@@ -83,7 +106,31 @@ func openLogStore(path string) (s *logStore, err error) {
 		db.Close()
 		return nil, fmt.Errorf("%s is damaged: %v", path, err)
 	}
+	if s.term, err = openTermFile(filepath.Join(filepath.Dir(path), termFileName), fresh, s.takeStable); err != nil {
+		db.Close()
+		return nil, err
+	}
 	return s, nil
+}
+
+// takeStable moves the stable bucket's keys out of the log (where versions
+// before termFileName kept them): it returns them and empties the bucket, so
+// that a term file lost later cannot bring back an old term.
+func (s *logStore) takeStable() (map[string][]byte, error) {
+	kv := map[string][]byte{}
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketStable)
+		if err := b.ForEach(func(k, v []byte) error { kv[string(k)] = bytes.Clone(v); return nil }); err != nil {
+			return err
+		}
+		for k := range kv {
+			if err := b.Delete([]byte(k)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return kv, err
 }
 
 // sizeNote describes the file's size, for a memory fault: a hint it was cut short.
@@ -243,8 +290,21 @@ func (s *logStore) GetLog(index uint64, l *raft.Log) error {
 // StoreLog implements raft.LogStore.
 func (s *logStore) StoreLog(l *raft.Log) error { return s.StoreLogs([]*raft.Log{l}) }
 
-// StoreLogs implements raft.LogStore, in one synced transaction.
+// StoreLogs implements raft.LogStore, in one synced transaction. A failure (a
+// full disk) is counted: raft survives it (a leader steps down, a follower
+// refuses the entries and is sent them again).
 func (s *logStore) StoreLogs(logs []*raft.Log) error {
+	err := s.storeLogs(logs)
+	if err != nil {
+		logWriteFailures.Inc()
+		s.failedAt.Store(time.Now().UnixNano())
+	} else if s.failedAt.Load() != 0 {
+		s.failedAt.Store(0)
+	}
+	return err
+}
+
+func (s *logStore) storeLogs(logs []*raft.Log) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketLogs)
 		for _, l := range logs {
@@ -291,23 +351,11 @@ func (s *logStore) applied() (uint64, error) {
 	return min(a, last), err
 }
 
-// Set implements raft.StableStore.
-func (s *logStore) Set(k, v []byte) error {
-	return s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketStable).Put(k, v) })
-}
+// Set implements raft.StableStore, in the term file.
+func (s *logStore) Set(k, v []byte) error { return s.term.set(string(k), v) }
 
 // Get implements raft.StableStore.
-func (s *logStore) Get(k []byte) ([]byte, error) {
-	var v []byte
-	err := s.db.View(func(tx *bolt.Tx) error {
-		if got := tx.Bucket(bucketStable).Get(k); got != nil {
-			v = append([]byte(nil), got...)
-			return nil
-		}
-		return errNotFound
-	})
-	return v, err
-}
+func (s *logStore) Get(k []byte) ([]byte, error) { return s.term.get(string(k)) }
 
 // SetUint64 implements raft.StableStore.
 func (s *logStore) SetUint64(k []byte, v uint64) error { return s.Set(k, key(v)) }
@@ -324,5 +372,5 @@ func (s *logStore) GetUint64(k []byte) (uint64, error) {
 	return binary.BigEndian.Uint64(v), nil
 }
 
-// Close closes the database.
-func (s *logStore) Close() error { return s.db.Close() }
+// Close closes the database and the term file.
+func (s *logStore) Close() error { return errors.Join(s.db.Close(), s.term.close()) }

@@ -234,3 +234,36 @@ func TestLogStoreTruncatedIsRefusedOrReadable(t *testing.T) {
 		t.Fatal("no cut made bbolt fault: the test no longer covers what killed the process")
 	}
 }
+
+// A member whose log refused a write asks for no votes until a write succeeds,
+// or standAfter has passed (every member's disk may have been full).
+func TestLogStoreFailedWriteStopsStanding(t *testing.T) {
+	dir := t.TempDir()
+	s, err := openLogStore(filepath.Join(dir, logFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.mayStand() {
+		t.Fatal("a new log may not stand")
+	}
+	s.db.Close() // every write fails from now on
+	if err := s.StoreLogs(entries(1, 1, 1)); err == nil {
+		t.Fatal("a write to a closed log succeeded")
+	}
+	if s.mayStand() {
+		t.Fatal("standing after a failed write")
+	}
+	s.failedAt.Store(time.Now().Add(-standAfter - time.Second).UnixNano())
+	if !s.mayStand() {
+		t.Fatalf("not standing %s after the last failed write", standAfter+time.Second)
+	}
+	if s.db, err = bolt.Open(filepath.Join(dir, logFile), 0o600, nil); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.StoreLogs(entries(1, 1, 1))
+	s.failedAt.Store(time.Now().UnixNano())
+	if err := s.StoreLogs(entries(2, 2, 1)); err != nil || !s.mayStand() {
+		t.Fatalf("a write succeeded (%v): mayStand %v, want true", err, s.mayStand())
+	}
+}

@@ -51,6 +51,8 @@ var (
 		[]string{"reason"}))
 	stateWriteFailures = whileRunning(prometheus.NewCounter(prometheus.CounterOpts{Namespace: plugin.Namespace, Subsystem: "healthroute",
 		Name: "control_state_write_failures_total", Help: "Writes of the control state file (state.json) or of the index applied that failed."}))
+	logWriteFailures = whileRunning(prometheus.NewCounter(prometheus.CounterOpts{Namespace: plugin.Namespace, Subsystem: "healthroute",
+		Name: "control_log_write_failures_total", Help: "Writes of entries to this member's raft log that failed (a full disk): it does not stand for election meanwhile."}))
 	votesRefused = whileRunning(prometheus.NewCounter(prometheus.CounterOpts{Namespace: plugin.Namespace, Subsystem: "healthroute",
 		Name: "control_votes_refused_total", Help: "Vote requests this member refused because its raft log was lost and it has not yet applied the state it had."}))
 	handshakeRefused = whileRunning(prometheus.NewCounter(prometheus.CounterOpts{Namespace: plugin.Namespace, Subsystem: "healthroute",

@@ -206,7 +206,7 @@ func Open(cfg Config, onChange func(*State)) (*Node, error) {
 		n.mux = newMux(connlimit.New(ln, "control port", maxConns, maxConnsPerClient, logLimited), cfg.Key, cfg.Name, cfg.Voters, n.serveForward,
 			func() { handshakeRefused.Inc() })
 		n.trans = newVoteGate(raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{Stream: n.mux, MaxPool: 3, Timeout: 2 * time.Second, Logger: logger,
-			ServerAddressProvider: n.mux}), f.mayVote)
+			ServerAddressProvider: n.mux}), f.mayVote, store.mayStand)
 	}
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.Name)
