@@ -14,7 +14,8 @@ import (
 )
 
 // stateFile is the file in the data directory holding the state as last applied.
-// It is rewritten (atomically, synced) after every command, so that a member
+// It is rewritten (atomically, synced) after every batch of commands raft hands
+// over (ApplyBatch), so that a member
 // answers DNS from its last state from the moment it starts, before raft has
 // elected a leader and replayed its log. It names the raft index and term of the
 // last entry it holds: commands the file already holds are skipped when raft
@@ -55,6 +56,25 @@ func (f *fsm) setDone(index uint64) {
 		f.applied = nil
 	}
 	f.mu.Unlock()
+}
+
+// shown is the index of the last entry this member's state shows, given raft's
+// applied index (entries handed to the state machine, which may still be queued
+// for it: up to many batches ahead). It is done, and past it every entry that
+// is no command (raft's no-ops and configuration entries change no state) up to
+// the first command, or handed.
+func (f *fsm) shown(handed uint64) uint64 {
+	done := f.done.Load()
+	if done >= handed || f.store == nil {
+		return done
+	}
+	for i := done + 1; i <= handed && i <= done+1024; i++ {
+		var l raft.Log
+		if err := f.store.GetLog(i, &l); err != nil || l.Type == raft.LogCommand {
+			return i - 1
+		}
+	}
+	return min(handed, done+1024)
 }
 
 // appliedChan returns a channel closed the next time done moves.
@@ -111,21 +131,49 @@ func (f *fsm) state() *State {
 }
 
 // Apply implements raft.FSM: it returns nil or the command's *Refusal.
-func (f *fsm) Apply(l *raft.Log) any {
-	var cmd Command
-	if err := json.Unmarshal(l.Data, &cmd); err != nil {
-		return fmt.Errorf("undecodable command at index %d: %v", l.Index, err)
+func (f *fsm) Apply(l *raft.Log) any { return f.ApplyBatch([]*raft.Log{l})[0] }
+
+// ApplyBatch implements raft.BatchingFSM: it applies the commands of logs (raft
+// hands over up to MaxAppendEntries committed entries at once, configuration
+// entries among them, which change no state) in order, then persists the state
+// and hands it to onChange once. Persisting once per batch, not per command, is
+// what lets a member replaying a long log (a restart under the Route 53 API's
+// load) catch up: each write rewrites and syncs the whole state file. Each
+// result is nil or the command's *Refusal (or an error for an undecodable one).
+func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
+	res := make([]any, len(logs))
+	cmds := make([]*Command, len(logs))
+	for i, l := range logs {
+		if l.Type != raft.LogCommand {
+			continue
+		}
+		cmds[i] = new(Command)
+		if err := json.Unmarshal(l.Data, cmds[i]); err != nil {
+			res[i], cmds[i] = fmt.Errorf("undecodable command at index %d: %v", l.Index, err), nil
+		}
 	}
 	f.mu.Lock()
-	if f.rebuild {
-		f.st, f.rebuild = NewState(), false
+	changed := false
+	for i, l := range logs {
+		if cmds[i] == nil {
+			continue
+		}
+		if f.rebuild {
+			f.st, f.rebuild = NewState(), false
+		}
+		if l.Index <= f.st.Index { // applied before a restart: in the state file already
+			continue
+		}
+		if err := f.st.Apply(l.Index, cmds[i]); err != nil {
+			res[i] = err
+		}
+		f.st.Term = l.Term
+		changed = true
 	}
-	if l.Index <= f.st.Index { // applied before a restart: in the state file already
+	if !changed {
 		f.mu.Unlock()
-		return nil
+		return res
 	}
-	res := f.st.Apply(l.Index, &cmd)
-	f.st.Term = l.Term
 	cp := f.st.Clone()
 	f.mu.Unlock()
 	f.persist(cp)
@@ -133,10 +181,7 @@ func (f *fsm) Apply(l *raft.Log) any {
 		f.onChange(cp)
 	}
 	f.setDone(cp.Index)
-	if res != nil {
-		return res
-	}
-	return nil
+	return res
 }
 
 // persist writes st to the state file (a temporary file, synced, renamed over

@@ -638,7 +638,7 @@ type Status struct {
 	Leader      string        `json:"leader"`     // "" when none is known
 	Term        uint64        `json:"term"`
 	CommitIndex uint64        `json:"commit_index"`
-	Applied     uint64        `json:"applied_index"`
+	Applied     uint64        `json:"applied_index"`   // the last entry the state served shows (not raft's: entries queued for it)
 	LastContact time.Duration `json:"last_contact_ns"` // with the leader; 0 for the leader or never
 	CanChange   bool          `json:"can_change"`      // a change through this member can reach a leader with a majority now
 	Voters      []Server      `json:"voters"`
@@ -654,7 +654,7 @@ func (n *Node) Status() Status {
 		n.knewLeader.Store(true)
 	}
 	st := Status{Member: n.cfg.Name, State: s["state"], Leader: string(id), Term: num("term"), CommitIndex: num("commit_index"),
-		Applied: num("applied_index"), Voters: n.cfg.Voters, Quorum: len(n.cfg.Voters)/2 + 1}
+		Applied: n.fsm.shown(num("applied_index")), Voters: n.cfg.Voters, Quorum: len(n.cfg.Voters)/2 + 1}
 	if lc, err := time.ParseDuration(s["last_contact"]); err == nil {
 		st.LastContact = lc
 	}

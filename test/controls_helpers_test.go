@@ -115,7 +115,9 @@ const (
 
 func (f *ctlFleet) start(i int) {
 	f.t.Helper()
-	f.ms[i].srv = coretest.Start(f.t, f.ms[i].corefile, f.ms[i].dns, "www.example.org")
+	// GOTRACEBACK=all: a member found stuck is ended with SIGABRT (goroutines),
+	// which then prints every goroutine.
+	f.ms[i].srv = coretest.StartWith(f.t, f.ms[i].corefile, f.ms[i].dns, "www.example.org", coretest.Options{Env: []string{"GOTRACEBACK=all"}})
 }
 
 // kill SIGKILLs member i and waits until the process is gone.

@@ -42,18 +42,18 @@ type r53History struct {
 }
 
 // client sends ChangeResourceRecordSets batches through member c's Route 53 API
-// until ctx ends, one a second at most (each makes every member reload CoreDNS
-// and acknowledge the generation it serves through raft: a heavy load). Each
+// until ctx ends, one every interval at most (each makes every member reload
+// CoreDNS and acknowledge the generation it serves through raft: a heavy load). Each
 // creates two new names (A records), applied together or not at all. The SDK
 // signs them with the test key and does not retry (a retried CREATE would
 // report a batch applied by its first try as refused: harmless, but it hides
 // what happened).
-func (h *r53History) client(ctx context.Context, f *ctlFleet, c int) {
+func (h *r53History) client(ctx context.Context, f *ctlFleet, c int, interval time.Duration) {
 	api := r53Client(f.ms[c].r53, r53KeyID, r53Secret)
 	zone := aws.String(r53api.ZoneID("example.org."))
 	for n := 0; n < 2000 && ctx.Err() == nil; n++ {
 		if n > 0 {
-			pause(time.Second)
+			pause(interval)
 		}
 		names := map[string]string{}
 		var changes []types.Change

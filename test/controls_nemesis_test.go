@@ -48,12 +48,14 @@ var nemesisFaults = []string{"kill leader", "kill follower", "stop leader", "sto
 //
 // HEALTHROUTE_NEMESIS_ROUNDS sets the rounds (default 8, under a minute);
 // HEALTHROUTE_NEMESIS_SEED replays a seed (the test logs the one it used);
-// HEALTHROUTE_NEMESIS_FAULTS picks among some faults only (comma-separated).
+// HEALTHROUTE_NEMESIS_FAULTS picks among some faults only (comma-separated);
+// HEALTHROUTE_NEMESIS_R53_EVERY_MS sets each API client's pace (default 1000).
 func TestControlsNemesis(t *testing.T) {
 	if testing.Short() {
 		t.Skip("three CoreDNS processes")
 	}
 	rounds := envInt(t, "HEALTHROUTE_NEMESIS_ROUNDS", 8)
+	r53Every := time.Duration(envInt(t, "HEALTHROUTE_NEMESIS_R53_EVERY_MS", 1000)) * time.Millisecond
 	seed := uint64(envInt(t, "HEALTHROUTE_NEMESIS_SEED", int(time.Now().UnixNano()%1e9)))
 	t.Logf("nemesis seed %d, %d rounds (HEALTHROUTE_NEMESIS_SEED=%d replays it)", seed, rounds, seed)
 	rng := rand.New(rand.NewPCG(seed, 37))
@@ -88,7 +90,7 @@ func TestControlsNemesis(t *testing.T) {
 	r53 := &r53History{}
 	for c := range f.ms {
 		wg.Go(func() { h.client(ctx, f, c, seed) })
-		wg.Go(func() { r53.client(ctx, f, c) })
+		wg.Go(func() { r53.client(ctx, f, c, r53Every) })
 	}
 	signal := func(i int, sig syscall.Signal) {
 		if err := syscall.Kill(f.ms[i].srv.Cmd.Process.Pid, sig); err != nil {
@@ -189,7 +191,7 @@ func TestControlsNemesis(t *testing.T) {
 			}
 			return out
 		}
-		waitShrinking(t, 10*time.Second, 2*time.Minute, f.ms[i].name+" holds every acknowledged change", func() int { return len(missing()) }, func() string {
+		took := waitShrinking(t, 10*time.Second, 2*time.Minute, f.ms[i].name+" holds every acknowledged change", func() int { return len(missing()) }, func() string {
 			var others strings.Builder
 			for j := range f.ms { // this member's, or every member's?
 				a := f.auditReasons(j)
@@ -203,6 +205,7 @@ func TestControlsNemesis(t *testing.T) {
 			}
 			return fmt.Sprintf("seed %d: missing %v\n%s%s\n%s", seed, missing(), others.String(), f.diag(), f.ms[i].srv.Output())
 		})
+		t.Logf("%s, restarted, held every acknowledged change %s after the fleet was ready", f.ms[i].name, took.Round(time.Millisecond))
 		if len(audit) >= 1000 { // the audit keeps the last 1,000 entries: a long run checks the rest
 			t.Logf("%s: the audit is full (a long run): its acknowledged changes are checked by the history only", f.ms[i].name)
 			continue
@@ -225,13 +228,14 @@ func TestControlsNemesis(t *testing.T) {
 
 // waitShrinking waits until missing returns 0, failing once it has not fallen
 // for stall (a member still applying the log keeps it falling), or after most.
-func waitShrinking(t *testing.T, stall, most time.Duration, what string, missing func() int, detail func() string) {
+// It returns how long it waited.
+func waitShrinking(t *testing.T, stall, most time.Duration, what string, missing func() int, detail func() string) time.Duration {
 	t.Helper()
 	start, best, since := time.Now(), math.MaxInt, time.Now()
 	for {
 		n := missing()
 		if n == 0 {
-			return
+			return time.Since(start)
 		}
 		if n < best {
 			best, since = n, time.Now()
@@ -392,7 +396,7 @@ func (f *ctlFleet) fillDisk(i int) string {
 		}
 		v, err := f.view(i, "")
 		return err == nil && commit > 0 && v.Raft.Applied >= commit
-	}, f.outputs)
+	}, func() string { return f.outputs() + f.goroutines(i) })
 	return what + fmt.Sprintf(", caught up to index %d", commit)
 }
 
@@ -517,6 +521,20 @@ func envInt(t *testing.T, name string, def int) int {
 		t.Fatalf("%s=%q: expected a positive integer", name, v)
 	}
 	return n
+}
+
+// goroutines ends member i with SIGABRT, which makes Go print every goroutine's
+// stack (CoreDNS handles SIGQUIT itself), and returns its output's end: for a
+// member found stuck.
+func (f *ctlFleet) goroutines(i int) string {
+	srv := f.ms[i].srv
+	syscall.Kill(srv.Cmd.Process.Pid, syscall.SIGABRT)
+	waitUntil(f.t, 5*time.Second, f.ms[i].name+" exits on SIGABRT", func() bool { return processGone(srv.Cmd.Process.Pid) }, func() string { return "" })
+	out := srv.Output()
+	if j := strings.Index(out, "SIGABRT"); j >= 0 {
+		out = out[j:]
+	}
+	return fmt.Sprintf("--- %s's goroutines (SIGABRT):\n%s\n", f.ms[i].name, out)
 }
 
 // outputs describes every member's view and the end of its output, for failures.
