@@ -3,8 +3,11 @@ package test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"net/http"
@@ -15,11 +18,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/miekg/dns"
 	"golang.org/x/sys/unix"
 
@@ -31,8 +37,8 @@ var nemesisFaults = []string{"kill leader", "kill follower", "stop leader", "sto
 	"truncate follower's log", "fill one's disk"}
 
 // TestControlsNemesis runs three members (their control ports through proxies
-// that cut and heal) under changes and consistent reads of control east from three
-// clients, while a nemesis picks a random fault per round: SIGKILL or SIGSTOP (3
+// that cut and heal) under changes (through the controls API and ARC's cluster
+// API) and consistent reads of control east from three clients, while a nemesis picks a random fault per round: SIGKILL or SIGSTOP (3
 // s, past the election timeout) of the leader or a follower, a follower's raft
 // log deleted while it is down, or cut short at a random length (the member then
 // starts on it or refuses to, naming the damage, and the test moves the log away
@@ -85,6 +91,7 @@ func TestControlsNemesis(t *testing.T) {
 	})
 
 	h := &nemesisHistory{t0: time.Now()}
+	arcAcked.Store(0)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	r53 := &r53History{}
@@ -155,9 +162,9 @@ func TestControlsNemesis(t *testing.T) {
 	writes, unknown, reads := h.counts()
 	t.Logf("seed %d: %d rounds (%s), %d operations over %s: %d changes acknowledged, %d of unknown outcome, %d refused before proposed, %d consistent reads",
 		seed, rounds, strings.Join(done, ", "), len(h.ops), time.Since(h.t0).Round(time.Millisecond), len(h.acked), unknown, len(h.refused), reads)
-	t.Logf("Route 53 API: %d record sets acknowledged (in batches of 2), %d batches not", len(r53.acked), r53.failed)
-	if writes < 30 || reads < 30 || len(r53.acked) < 20 {
-		t.Fatalf("too few operations to mean anything: %d writes, %d reads, %d record sets", writes, reads, len(r53.acked))
+	t.Logf("Route 53 API: %d record sets acknowledged (in batches of 2), %d batches not; ARC's API: %d changes acknowledged", len(r53.acked), r53.failed, arcAcked.Load())
+	if writes < 30 || reads < 30 || len(r53.acked) < 20 || arcAcked.Load() < 5 {
+		t.Fatalf("too few operations to mean anything: %d writes (%d through ARC acknowledged), %d reads, %d record sets", writes, arcAcked.Load(), reads, len(r53.acked))
 	}
 	if res := porcupine.CheckOperationsTimeout(ctlModel, h.ops, time.Minute); res != porcupine.Ok {
 		t.Fatalf("seed %d: the history is not linearizable (porcupine: %s)", seed, res)
@@ -446,7 +453,11 @@ type nemesisHistory struct {
 
 // client runs changes and consistent reads of east through member c until ctx
 // ends (at most 2,000), one every 100 ms at most: a pace that keeps a CI run's
-// changes within the audit's 1,000 entries.
+// changes within the audit's 1,000 entries. A third of the changes go through
+// ARC's cluster API (UpdateRoutingControlState), the others through the
+// controls API; the reads are the controls API's consistent ones (ARC's read
+// the member's own copy). The audit checks cover the controls API's changes,
+// which carry a reason of their own.
 func (h *nemesisHistory) client(ctx context.Context, f *ctlFleet, c int, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, uint64(c)))
 	for n := 0; n < 2000 && ctx.Err() == nil; n++ {
@@ -458,7 +469,18 @@ func (h *nemesisHistory) client(ctx context.Context, f *ctlFleet, c int, seed ui
 		call := time.Since(h.t0).Nanoseconds()
 		var res ctlResult
 		ok := true
-		if op.write {
+		switch {
+		case op.write && rng.IntN(3) == 0: // through ARC's API, a third of the writes
+			code, body := f.arcSet(c, op.on)
+			switch {
+			case code == 0 && refusedConn(body), code == http.StatusTooManyRequests:
+				ok = false // not sent, or throttled before anything
+			case code == http.StatusOK:
+				arcAcked.Add(1)
+			default: // 503 (no majority) does not say whether it was proposed
+				res.unknown = true
+			}
+		case op.write:
 			code, body := f.post(c, "/v1/controls/east?reason="+reason, map[bool]string{true: "on", false: "off"}[op.on])
 			switch {
 			case code == 0 && refusedConn(body):
@@ -471,7 +493,7 @@ func (h *nemesisHistory) client(ctx context.Context, f *ctlFleet, c int, seed ui
 			default:
 				res.unknown = true
 			}
-		} else {
+		default:
 			res, ok = f.linOp(c, op)
 		}
 		ret := time.Since(h.t0).Nanoseconds()
@@ -485,6 +507,34 @@ func (h *nemesisHistory) client(ctx context.Context, f *ctlFleet, c int, seed ui
 		h.ops = append(h.ops, porcupine.Operation{ClientId: c, Input: op, Call: call, Output: res, Return: ret})
 		h.mu.Unlock()
 	}
+}
+
+// arcAcked counts the changes ARC's API acknowledged.
+var arcAcked atomic.Int64
+
+// arcSet sets east through member c's ARC cluster API, signed as the aws CLI
+// signs it, and returns the status and body (0 and the error's text when no
+// answer came).
+func (f *ctlFleet) arcSet(c int, on bool) (int, string) {
+	body := fmt.Sprintf(`{"RoutingControlArn":%q,"RoutingControlState":%q}`, arcEastARN, map[bool]string{true: "On", false: "Off"}[on])
+	req, err := http.NewRequest(http.MethodPost, "http://"+f.ms[c].r53+"/", strings.NewReader(body))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-amz-json-1.0")
+	req.Header.Set("X-Amz-Target", "ToggleCustomerAPI.UpdateRoutingControlState")
+	sum := sha256.Sum256([]byte(body))
+	if err := v4.NewSigner().SignHTTP(context.Background(), aws.Credentials{AccessKeyID: r53KeyID, SecretAccessKey: r53Secret},
+		req, hex.EncodeToString(sum[:]), "route53-recovery-cluster", "us-east-1", time.Now()); err != nil {
+		f.t.Fatal(err)
+	}
+	resp, err := ctlClient.Do(req)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	return resp.StatusCode, string(b)
 }
 
 func (h *nemesisHistory) note(set *map[string]bool, reason string) {
