@@ -150,7 +150,7 @@ func loadRoute53API(cfg *blockConfig, children *map[*health.Spec][]childRef) err
 		}
 		sets := make([]route53.ResourceRecordSet, 0, len(az.RecordSets))
 		for _, k := range slices.Sorted(maps.Keys(az.RecordSets)) {
-			rs := az.RecordSets[k]
+			rs := az.RecordSets[k].Set()
 			if p, dup := at[control.NormalizeName(rs.Name)]; dup {
 				return p.errorf("record %s: the name holds API-managed record sets (route53_api): a name is the Corefile's or the API's; remove this block, or delete the record sets through the API", control.NormalizeName(rs.Name))
 			}

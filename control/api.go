@@ -45,7 +45,7 @@ type APIState struct {
 
 // APIZone is one zone's API-managed record sets, by RecordKey.
 type APIZone struct {
-	RecordSets map[string]route53.ResourceRecordSet `json:"record_sets"`
+	RecordSets map[string]StoredSet `json:"record_sets"`
 }
 
 // APIHealthCheck is an API-managed health check.
@@ -215,9 +215,9 @@ func (s *State) applyAPI(index uint64, cmd *Command) error {
 // applyRecords applies a ChangeResourceRecordSets batch, whole or not at all,
 // refusing it with Route 53's messages.
 func (a *APIState) applyRecords(c *APICommand) error {
-	z := &APIZone{RecordSets: map[string]route53.ResourceRecordSet{}}
-	var held map[string]route53.ResourceRecordSet // as before the batch
-	if hz := a.Zones[c.Zone]; hz != nil {         // shared with the state before (clone)
+	z := &APIZone{RecordSets: map[string]StoredSet{}}
+	var held map[string]StoredSet         // as before the batch
+	if hz := a.Zones[c.Zone]; hz != nil { // shared with the state before (clone)
 		held = hz.RecordSets
 		z.RecordSets = maps.Clone(held)
 	}
@@ -234,15 +234,15 @@ func (a *APIState) applyRecords(c *APICommand) error {
 				msgs = append(msgs, fmt.Sprintf("Tried to create resource record set [name='%s', type='%s'%s] but it already exists", rs.Name, rs.Type, setIDPart(rs)))
 				continue
 			}
-			z.RecordSets[k] = rs
+			z.RecordSets[k] = StoreSet(rs)
 		case "UPSERT":
-			z.RecordSets[k] = rs
+			z.RecordSets[k] = StoreSet(rs)
 		case "DELETE":
 			if !exists {
 				msgs = append(msgs, fmt.Sprintf("Tried to delete resource record set [name='%s', type='%s'%s] but it was not found", rs.Name, rs.Type, setIDPart(rs)))
 				continue
 			}
-			if !sameRecordSet(have, rs) {
+			if !sameRecordSet(have.Set(), rs) {
 				msgs = append(msgs, fmt.Sprintf("Tried to delete resource record set [name='%s', type='%s'%s] but the values provided do not match the current values", rs.Name, rs.Type, setIDPart(rs)))
 				continue
 			}
@@ -275,7 +275,11 @@ func (a *APIState) Convertible(zone string, reserved []string) error {
 	if z == nil {
 		return nil
 	}
-	return a.convert(zone, slices.Collect(maps.Values(z.RecordSets)), reserved)
+	sets := make([]route53.ResourceRecordSet, 0, len(z.RecordSets))
+	for _, s := range z.RecordSets {
+		sets = append(sets, s.Set())
+	}
+	return a.convert(zone, sets, reserved)
 }
 
 // convert returns why the importer could not convert sets, record sets of zone,
@@ -314,7 +318,7 @@ func (a *APIState) convert(zone string, sets []route53.ResourceRecordSet, reserv
 // batch, which converted: the rest of it converts alone, so it is not converted
 // again and a batch's cost does not grow with the zone (one pass over its sets
 // compares names).
-func affected(held, after map[string]route53.ResourceRecordSet, records []RecordChange) []route53.ResourceRecordSet {
+func affected(held, after map[string]StoredSet, records []RecordChange) []route53.ResourceRecordSet {
 	names := map[string]bool{}
 	var aliases [][2]string // owner, target
 	alias := func(rs *route53.ResourceRecordSet) {
@@ -326,8 +330,11 @@ func affected(held, after map[string]route53.ResourceRecordSet, records []Record
 		names[NormalizeName(ch.RecordSet.Name)] = true
 		alias(&ch.RecordSet)
 	}
-	for _, rs := range held {
-		alias(&rs)
+	for _, s := range held { // decoded only when it may be an alias
+		if s.has("AliasTarget") {
+			rs := s.Set()
+			alias(&rs)
+		}
 	}
 	for grown := true; grown; { // names joined by aliases, to a fixed point
 		grown = false
@@ -338,9 +345,9 @@ func affected(held, after map[string]route53.ResourceRecordSet, records []Record
 		}
 	}
 	var sets []route53.ResourceRecordSet
-	for _, rs := range after {
-		if names[rs.Name] {
-			sets = append(sets, rs)
+	for k, s := range after {
+		if names[keyName(k)] {
+			sets = append(sets, s.Set())
 		}
 	}
 	return sets
@@ -424,8 +431,11 @@ func (a *APIState) deleteCheck(id string) error {
 	var user *route53.ResourceRecordSet // of the sets that use it, the first by zone and key: one pass, no sort
 	userAt := ""
 	for z, zone := range a.Zones {
-		for k, rs := range zone.RecordSets {
-			if at := z + "\x00" + k; rs.HealthCheckId == id && (user == nil || at < userAt) {
+		for k, s := range zone.RecordSets {
+			if !s.has("HealthCheckId") {
+				continue
+			}
+			if rs, at := s.Set(), z+"\x00"+k; rs.HealthCheckId == id && (user == nil || at < userAt) {
 				user, userAt = &rs, at
 			}
 		}

@@ -155,8 +155,11 @@ func (a *APIState) deleteCidr(id string) error {
 // unless loc is "").
 func (a *APIState) cidrInUse(id, loc string) bool {
 	for _, z := range a.Zones {
-		for _, rs := range z.RecordSets {
-			if cr := rs.CidrRoutingConfig; cr != nil && cr.CollectionId == id && (loc == "" || cr.LocationName == loc) {
+		for _, s := range z.RecordSets {
+			if !s.has("CidrRoutingConfig") {
+				continue
+			}
+			if cr := s.Set().CidrRoutingConfig; cr != nil && cr.CollectionId == id && (loc == "" || cr.LocationName == loc) {
 				return true
 			}
 		}

@@ -7,8 +7,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/healthroute/healthroute/route53"
 )
 
 func cnameRS(name, target string) RecordChange {
@@ -115,8 +113,8 @@ func TestBatchConvertsWhatItAffects(t *testing.T) {
 	s := NewState()
 	cname := cnameRS("broken.example.org.", "target.example.net.").RecordSet
 	a := aRS("broken.example.org.", "192.0.2.1", "")
-	s.API = &APIState{Zones: map[string]*APIZone{"example.org.": {RecordSets: map[string]route53.ResourceRecordSet{
-		RecordKey(&cname): cname, RecordKey(&a): a}}}}
+	s.API = &APIState{Zones: map[string]*APIZone{"example.org.": {RecordSets: map[string]StoredSet{
+		RecordKey(&cname): StoreSet(cname), RecordKey(&a): StoreSet(a)}}}}
 	if err := s.API.Convertible("example.org.", nil); err == nil {
 		t.Fatal("the zone held converts; the test needs one that does not")
 	}

@@ -191,7 +191,7 @@ func (a *APIState) deleteInstance(id string, reserved []string) error {
 // convert: the record sets at the instance's name and those joined to them by
 // aliases, with the zone's policy records (convert).
 func (a *APIState) convertInstance(zone, name string, reserved []string) error {
-	var held map[string]route53.ResourceRecordSet
+	var held map[string]StoredSet
 	if z := a.Zones[zone]; z != nil {
 		held = z.RecordSets
 	}

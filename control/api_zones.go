@@ -126,7 +126,8 @@ func (a *APIState) createZone(z *APIHostedZone) error {
 	}
 	for _, zone := range slices.Sorted(maps.Keys(a.Zones)) { // decided here, in order, so a racing batch cannot put sets below it
 		for _, k := range slices.Sorted(maps.Keys(a.Zones[zone].RecordSets)) {
-			if rs := a.Zones[zone].RecordSets[k]; zone != z.Name && under(z.Name, NormalizeName(rs.Name)) {
+			if zone != z.Name && under(z.Name, keyName(k)) {
+				rs := a.Zones[zone].RecordSets[k].Set()
 				return apiRefusal(CodeConflictingDomain, "The hosted zone %s holds record sets at or below %s (%s %s): delete them before creating the zone", zone, z.Name, rs.Name, rs.Type)
 			}
 		}

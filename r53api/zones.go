@@ -154,7 +154,8 @@ func sortedWithOrder(st *control.APIState, zone string, extra ...route53.Resourc
 	}
 	items := make([]item, 0, len(extra))
 	if az != nil {
-		for _, rs := range az.RecordSets {
+		for _, s := range az.RecordSets {
+			rs := s.Set()
 			items = append(items, item{orderOf(&rs), rs})
 		}
 	}
