@@ -403,7 +403,7 @@ func (f *ctlFleet) fillDisk(i int) string {
 		}
 		v, err := f.view(i, "")
 		return err == nil && commit > 0 && v.Raft.Applied >= commit
-	}, func() string { return f.outputs() + f.goroutines(i) })
+	}, func() string { return f.outputs() + f.raftLines() + f.goroutines(i) })
 	return what + fmt.Sprintf(", caught up to index %d", commit)
 }
 
@@ -571,6 +571,21 @@ func envInt(t *testing.T, name string, def int) int {
 		t.Fatalf("%s=%q: expected a positive integer", name, v)
 	}
 	return n
+}
+
+// raftLines is every member's raft warnings and errors (its INFO lines, a few per
+// Route 53 API batch, push them out of outputs' last lines).
+func (f *ctlFleet) raftLines() string {
+	var b strings.Builder
+	for _, m := range f.ms {
+		fmt.Fprintf(&b, "--- %s, raft's warnings and errors:\n", m.name)
+		for line := range strings.Lines(m.srv.Output()) {
+			if strings.Contains(line, "healthroute control:") && (strings.Contains(line, "[WARN]") || strings.Contains(line, "[ERROR]")) {
+				b.WriteString(line)
+			}
+		}
+	}
+	return b.String()
 }
 
 // goroutines ends member i with SIGABRT, which makes Go print every goroutine's
