@@ -65,13 +65,15 @@ func (g *voteGate) loop() {
 	for {
 		select {
 		case rpc := <-in:
-			if !g.mayVote() {
-				switch req := rpc.Command.(type) {
-				case *raft.RequestVoteRequest:
+			switch req := rpc.Command.(type) { // mayVote takes the state machine's lock: asked of votes only
+			case *raft.RequestVoteRequest:
+				if !g.mayVote() {
 					votesRefused.Inc()
 					rpc.Respond(&raft.RequestVoteResponse{RPCHeader: req.RPCHeader, Term: req.Term}, nil)
 					continue
-				case *raft.RequestPreVoteRequest:
+				}
+			case *raft.RequestPreVoteRequest:
+				if !g.mayVote() {
 					votesRefused.Inc()
 					rpc.Respond(&raft.RequestPreVoteResponse{RPCHeader: req.RPCHeader, Term: req.Term}, nil)
 					continue
