@@ -72,7 +72,9 @@ func TestControlsDamagedLogIsRefusedAtTheCorefileLine(t *testing.T) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		out, err := exec.CommandContext(ctx, coretest.Binary(t), "-conf", path).CombinedOutput()
+		cmd := exec.CommandContext(ctx, coretest.Binary(t), "-conf", path)
+		cmd.Dir = t.TempDir() // a start that is not refused writes its default data_dir there
+		out, err := cmd.CombinedOutput()
 		var exit *exec.ExitError
 		if !errors.As(err, &exit) || ctx.Err() != nil {
 			t.Fatalf("coredns: %v (want a refusal at startup)\n%s", err, out)
