@@ -173,6 +173,12 @@ func (f *ctlFleet) post(i int, path, body string) (int, string) {
 		f.t.Fatal(err)
 	}
 	req.Header.Set("Authorization", "Bearer "+ctlToken)
+	return roundTrip(req)
+}
+
+// roundTrip sends req and returns the status and body; a transport error is
+// status 0 with the error as body.
+func roundTrip(req *http.Request) (int, string) {
 	resp, err := ctlClient.Do(req)
 	if err != nil {
 		return 0, err.Error()

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
 	"net/http"
@@ -528,13 +527,7 @@ func (f *ctlFleet) arcSet(c int, on bool) (int, string) {
 		req, hex.EncodeToString(sum[:]), "route53-recovery-cluster", "us-east-1", time.Now()); err != nil {
 		f.t.Fatal(err)
 	}
-	resp, err := ctlClient.Do(req)
-	if err != nil {
-		return 0, err.Error()
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	return resp.StatusCode, string(b)
+	return roundTrip(req)
 }
 
 func (h *nemesisHistory) note(set *map[string]bool, reason string) {
