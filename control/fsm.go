@@ -152,35 +152,43 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
 			res[i], cmds[i] = fmt.Errorf("undecodable command at index %d: %v", l.Index, err), nil
 		}
 	}
+	// The batch applies to a copy, outside the lock, which then replaces the
+	// state: a state once published is never changed in place, and readers
+	// (mayVote, asked of every vote request; State) never wait on a batch.
 	f.mu.Lock()
+	base, rebuild := f.st, f.rebuild
+	f.mu.Unlock()
+	var work *State
 	changed := false
 	for i, l := range logs {
 		if cmds[i] == nil {
 			continue
 		}
-		if f.rebuild {
-			f.st, f.rebuild = NewState(), false
+		if work == nil && rebuild {
+			work = NewState()
+		} else if work == nil {
+			work = base.Clone()
 		}
-		if l.Index <= f.st.Index { // applied before a restart: in the state file already
+		if l.Index <= work.Index { // applied before a restart: in the state file already
 			continue
 		}
-		if err := f.st.Apply(l.Index, cmds[i]); err != nil {
+		if err := work.Apply(l.Index, cmds[i]); err != nil {
 			res[i] = err
 		}
-		f.st.Term = l.Term
+		work.Term = l.Term
 		changed = true
 	}
 	if !changed {
-		f.mu.Unlock()
 		return res
 	}
-	cp := f.st.Clone()
+	f.mu.Lock()
+	f.st, f.rebuild = work, false
 	f.mu.Unlock()
-	f.persist(cp)
+	f.persist(work)
 	if f.onChange != nil {
-		f.onChange(cp)
+		f.onChange(work.Clone())
 	}
-	f.setDone(cp.Index)
+	f.setDone(work.Index)
 	return res
 }
 
