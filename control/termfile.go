@@ -79,7 +79,7 @@ func (t *termFile) create(path string) error {
 	}
 	buf := make([]byte, 2*termSlot) // the first slot zero: not whole
 	t.seq = 1
-	if err := t.encode(buf[termSlot:], t.seq, t.kv); err != nil {
+	if err := encodeTermSlot(buf[termSlot:], t.seq, t.kv); err != nil {
 		f.Close()
 		return err
 	}
@@ -135,7 +135,7 @@ func (t *termFile) set(k string, v []byte) error {
 	kv := maps.Clone(t.kv)
 	kv[k] = slices.Clone(v)
 	buf := make([]byte, termSlot)
-	if err := t.encode(buf, t.seq+1, kv); err != nil {
+	if err := encodeTermSlot(buf, t.seq+1, kv); err != nil {
 		return err
 	}
 	if _, err := t.f.WriteAt(buf, int64((t.seq+1)%2)*termSlot); err != nil {
@@ -161,8 +161,8 @@ func (t *termFile) get(k string) ([]byte, error) {
 
 func (t *termFile) close() error { return t.f.Close() }
 
-// encode writes the slot for seq and kv into buf (termSlot bytes).
-func (t *termFile) encode(buf []byte, seq uint64, kv map[string][]byte) error {
+// encodeTermSlot writes the slot for seq and kv into buf (termSlot bytes).
+func encodeTermSlot(buf []byte, seq uint64, kv map[string][]byte) error {
 	clear(buf)
 	p := make([]byte, 0, termPayload)
 	for _, k := range slices.Sorted(maps.Keys(kv)) {

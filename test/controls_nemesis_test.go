@@ -360,8 +360,7 @@ func (f *ctlFleet) fillDisk(i int) string {
 	size := max(fi.Size(), 4096)
 	srv, pid := m.srv, m.srv.Cmd.Process.Pid
 	before := strings.Count(srv.Output(), diskFull)
-	lim := &unix.Rlimit{Cur: uint64(size), Max: unix.RLIM_INFINITY}
-	if err := unix.Prlimit(pid, unix.RLIMIT_FSIZE, lim, nil); err != nil {
+	if err := limitFiles(pid, uint64(size)); err != nil {
 		f.t.Fatalf("%s: prlimit: %v", m.name, err)
 	}
 	start := time.Now()
@@ -373,8 +372,7 @@ func (f *ctlFleet) fillDisk(i int) string {
 		}
 		pause(100 * time.Millisecond)
 	}
-	lifted := &unix.Rlimit{Cur: unix.RLIM_INFINITY, Max: unix.RLIM_INFINITY}
-	if err := unix.Prlimit(pid, unix.RLIMIT_FSIZE, lifted, nil); err != nil || processGone(pid) {
+	if err := limitFiles(pid, unix.RLIM_INFINITY); err != nil || processGone(pid) {
 		// The process is reaped before its last output is copied: wait for it.
 		for deadline := time.Now().Add(2 * time.Second); !strings.Contains(srv.Output(), "panic") && time.Now().Before(deadline); {
 			pause(50 * time.Millisecond)
