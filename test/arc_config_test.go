@@ -42,6 +42,15 @@ func TestARCConfigWithTheAWSCLI(t *testing.T) {
 	f.awsJSON(0, &rule, cfgSvc, "create-safety-rule", "--assertion-rule", fmt.Sprintf(
 		`{"ControlPanelArn":%q,"Name":"web-one","WaitPeriodMs":0,"AssertedControls":[%q,%q],"RuleConfig":{"Type":"ATLEAST","Threshold":1,"Inverted":false}}`, pa, arns[0], arns[1]))
 
+	// Members 2 and 3 read their own copies, which follow the leader's within the
+	// documented second: wait until each has the rule, the last of the entries
+	// above (entries apply in order), before reading or changing through them.
+	for i := 1; i < len(f.srvs); i++ {
+		waitUntil(t, 10*time.Second, fmt.Sprintf("member %d has the rule web-one", i+1), func() bool {
+			out, err = f.aws(i, cfgSvc, "describe-safety-rule", "--safety-rule-arn", rule.AssertionRule.SafetyRuleArn)
+			return err == nil
+		}, func() string { return out })
+	}
 	var panels struct{ ControlPanels []struct{ Name string } }
 	f.awsJSON(2, &panels, cfgSvc, "list-control-panels")
 	if len(panels.ControlPanels) != 2 || panels.ControlPanels[0].Name != "healthroute" || panels.ControlPanels[1].Name != "web" {
@@ -81,8 +90,8 @@ func TestARCConfigWithTheAWSCLI(t *testing.T) {
 		f.awsJSON(1, nil, cfgSvc, "delete-routing-control", "--routing-control-arn", a)
 	}
 	f.awsJSON(1, nil, cfgSvc, "delete-control-panel", "--control-panel-arn", pa)
-	out, err = f.aws(2, cfgSvc, "describe-control-panel", "--control-panel-arn", pa)
-	if err == nil || !strings.Contains(out, "ResourceNotFoundException") {
-		t.Errorf("describe-control-panel of the deleted panel: %v\n%s", err, out)
-	}
+	waitUntil(t, 10*time.Second, "describe-control-panel of the deleted panel through member 3: ResourceNotFoundException", func() bool {
+		out, err = f.aws(2, cfgSvc, "describe-control-panel", "--control-panel-arn", pa)
+		return err != nil && strings.Contains(out, "ResourceNotFoundException")
+	}, func() string { return out })
 }
