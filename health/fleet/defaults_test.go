@@ -436,7 +436,7 @@ func TestFullSetPushedOnJoinRestartAndHeal(t *testing.T) {
 		t.Fatalf("on a heal: pushes %v, want one to p", got)
 	}
 	// memberlist flaps p dead and alive again within the same beat: no second push.
-	(*events)(f).NotifyLeave(&memberlist.Node{Name: "p", State: memberlist.StateDead})
+	(*events)(f).NotifyLeave(&memberlist.Node{Name: "p"}) // memberlist leaves State unset
 	(*events)(f).NotifyJoin(&memberlist.Node{Name: "p"})
 	if got := pushes(); len(got) != 0 {
 		t.Fatalf("a second push within a beat: %v", got)
@@ -446,9 +446,12 @@ func TestFullSetPushedOnJoinRestartAndHeal(t *testing.T) {
 // TestPartitionHealsAfterDeadDefaults is TestPartitionHealsAfterMemberlistDeclaresDead
 // at the timers users get: five members split 3/2 long enough for memberlist (WAN
 // profile) to declare the other side dead, each side judging from its own members
-// meanwhile; after healing, the members on the small side find the large one again by
-// retrying their join target (backoff up to MaxBackoff, 30 s, and a fifth of jitter)
-// and every member decides from all five within that and a few gossip rounds.
+// meanwhile; after healing, each member joins the ones it dropped again at their
+// addresses (backoff up to MaxBackoff, 30 s, and a fifth of jitter), and every member
+// decides from all five within that and a few gossip rounds. Retrying the join
+// targets alone was not enough: in 3 of 14 runs gossip to the dead made m00 alive
+// to the small side before its next retry, so it stopped retrying, while m00 held it
+// dead for another 57 s to over 90 s.
 func TestPartitionHealsAfterDeadDefaults(t *testing.T) {
 	n := &netsim{}
 	n.slow(100 * time.Millisecond) // datagrams between regions

@@ -140,7 +140,7 @@ type Fleet struct {
 	directed int                        // of them sent straight to every member (direct)
 	peers    map[string]*peer           // other members' reports, by name
 	alive    map[string]memberlist.Node // memberlist alive or suspect, self included; copies (memberlist mutates its own)
-	lost     map[string]lostMember      // failed (not left) members to reconnect to
+	lost     map[string]lostMember      // members memberlist dropped, to reconnect to for a day (events.NotifyLeave)
 	last     map[string]*decision       // by fingerprint
 	dirty    map[string]struct{}        // checks whose decision may have moved, for OnChecks
 	known    map[uint64]string          // fingerprint by short id of every check this member decides or places (see noteLocked)
@@ -615,7 +615,11 @@ func (f *Fleet) joinLoop(ctx context.Context) {
 		if targets := f.missing(); len(targets) > 0 {
 			n, err := f.ml.Load().Join(targets)
 			if n == 0 && !warned {
-				log.Warningf("fleet: cannot join %s yet, serving alone and retrying: %v", strings.Join(targets, " "), err)
+				if f.nodes.Load() > 1 { // a member dropped or stopped, others still here
+					log.Infof("fleet: cannot join %s again yet, retrying: %v", strings.Join(targets, " "), err)
+				} else {
+					log.Warningf("fleet: cannot join %s yet, serving alone and retrying: %v", strings.Join(targets, " "), err)
+				}
 				warned = true
 			}
 			if n > reached {

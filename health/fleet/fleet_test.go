@@ -381,6 +381,30 @@ func TestPartitionHealsAfterMemberlistDeclaresDead(t *testing.T) {
 	waitFor(t, 30*time.Second, "views converge after healing", func() bool { return views(ms, local, "fp-api", false, 5) })
 }
 
+// TestDroppedMemberJoinedAgainByAddress: two members that met through a seed (their
+// only join target, stopped since) are split until memberlist drops each from the
+// other, then healed: each joins the other again at the address it had, as nothing
+// else would bring them back. Tuned timers (fast), so that memberlist itself
+// declares the other dead within seconds, and no gossip to the dead, which could
+// otherwise reach the other side in the second after it dropped it;
+// TestPartitionHealsAfterDeadDefaults takes the same path at the defaults.
+func TestDroppedMemberJoinedAgainByAddress(t *testing.T) {
+	n := &netsim{}
+	tune := func(c *memberlist.Config) {
+		fast(c)
+		c.GossipToTheDeadTime = 0
+	}
+	ms := cluster(t, n, 3, member{tune: tune, beat: 100 * time.Millisecond, suspicion: time.Second, maxBackoff: 300 * time.Millisecond})
+	seed, a, b := ms[0], ms[1], ms[2]
+	seed.Stop()
+	waitFor(t, 10*time.Second, "the seed's leave reaches both", func() bool { return len(a.Members()) == 2 && len(b.Members()) == 2 })
+
+	n.split([]*Fleet{a}, []*Fleet{b})
+	waitFor(t, 20*time.Second, "memberlist drops the other side", func() bool { return len(a.Members()) == 1 && len(b.Members()) == 1 })
+	n.heal()
+	waitFor(t, 10*time.Second, "each joins the other again", func() bool { return len(a.Members()) == 2 && len(b.Members()) == 2 })
+}
+
 func TestWrongKeyRefused(t *testing.T) {
 	ms := cluster(t, nil, 2, member{})
 	other := []byte("fedcba9876543210fedcba9876543210")
