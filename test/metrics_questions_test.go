@@ -47,8 +47,11 @@ func TestMetricsAnswerOperatorQuestions(t *testing.T) {
 	}
 	srv := coretest.Start(t, block(""), port, "www.example.org")
 	murl := fmt.Sprintf("http://127.0.0.1:%d/metrics", mport)
-	f := probingWaitMetrics(t, murl, 10*time.Second, "probes of web", func(f map[string]*dto.MetricFamily) bool {
-		return probingMetric(f, "probes_total", "check", "web", "result", "pass") > 0
+	// A probe is counted before its phases are observed: wait for both, or a scrape
+	// between the two finds no phase series yet.
+	f := probingWaitMetrics(t, murl, 10*time.Second, "probes of web and their phases", func(f map[string]*dto.MetricFamily) bool {
+		return probingMetric(f, "probes_total", "check", "web", "result", "pass") > 0 &&
+			hasSeries(f, metricPrefix+"probe_phase_duration_seconds", "check", "web", "phase", "first_byte")
 	})
 	exists := func(name string, labels ...string) bool { return hasSeries(f, metricPrefix+name, labels...) }
 	for _, s := range [][]string{

@@ -612,10 +612,11 @@ func TestFlipRepublishesThatCheck(t *testing.T) {
 	waitFor(t, 20*time.Second, "a holds b's reports", func() bool {
 		a.Local("fp-1", status(false))
 		b.Local("fp-1", status(false))
-		return a.View("fp-1").Total == 2
+		return a.View("fp-1").Total == 2 && a.View("fp-2").Total == 2
 	})
 	mu.Lock()
-	all = false // what joining republished is not the flip's doing
+	all = false // what joining and b's first reports republished is not the flip's doing
+	clear(got)
 	mu.Unlock()
 	b.Local("fp-1", status(true)) // a flip travels as a change message
 	// On a loaded machine the change message can be overtaken by b's beats, and a
