@@ -3,6 +3,7 @@ package control
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -54,8 +55,12 @@ func TestRacingBatchesCannotLeaveAZoneThatDoesNotConvert(t *testing.T) {
 func TestRacingBatchesThroughTwoMembers(t *testing.T) {
 	_, nodes := group(t, 3)
 	waitFor(t, 10*time.Second, "a leader", func() bool { return hasLeader(nodes...) })
-	for round := range 5 {
-		name := "race" + string(rune('0'+round)) + ".example.org"
+	elections := false // a pair refused for want of a leader: whether it left a set is the log's to say
+	for round, tries := 0, 0; round < 5; tries++ {
+		if tries == 20 {
+			t.Fatalf("%d clean rounds of 20", round)
+		}
+		name := fmt.Sprintf("race%d.example.org", tries)
 		reqs := []Request{
 			{Token: "api", Member: "m1", API: batch("C"+name+"1", cnameRS(name, "target.example.net.")).API},
 			{Token: "api", Member: "m2", API: batch("C"+name+"2", RecordChange{"CREATE", aRS(name, "192.0.2.1", "")}).API},
@@ -66,15 +71,28 @@ func TestRacingBatchesThroughTwoMembers(t *testing.T) {
 			wg.Go(func() { errs[i] = nodes[i+1].Change(context.Background(), reqs[i]) })
 		}
 		wg.Wait()
+		var qe *QuorumError
+		if errors.As(errs[0], &qe) || errors.As(errs[1], &qe) { // an election on a loaded machine
+			elections = true
+			continue
+		}
 		if (errs[0] == nil) == (errs[1] == nil) || (!errors.Is(errs[0], ErrRefused) && !errors.Is(errs[1], ErrRefused)) {
 			t.Fatalf("round %d: %v / %v, want exactly one applied and the other refused", round, errs[0], errs[1])
 		}
+		round++
 	}
-	waitFor(t, 2*time.Second, "every member holds 5 record sets", func() bool {
+	waitFor(t, 2*time.Second, "every member holds the same record sets, 5 unless an election left more, and the zone converts", func() bool {
+		want := -1
 		for _, n := range nodes {
-			if a := n.API(); a == nil || len(a.Zones["example.org."].RecordSets) != 5 || a.Convertible("example.org.", nil) != nil {
+			a := n.API()
+			if a == nil || a.Convertible("example.org.", nil) != nil {
 				return false
 			}
+			got := len(a.Zones["example.org."].RecordSets)
+			if want >= 0 && got != want || got < 5 || !elections && got != 5 {
+				return false
+			}
+			want = got
 		}
 		return true
 	})

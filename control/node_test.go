@@ -122,9 +122,7 @@ func TestChangeThroughAFollowerReachesEveryMember(t *testing.T) {
 			follower = n
 		}
 	}
-	if err := follower.Change(context.Background(), Request{Token: "ops", Member: follower.Name(), Set: map[string]bool{"east": false}}); err != nil {
-		t.Fatal(err)
-	}
+	change(t, follower, Request{Token: "ops", Member: follower.Name(), Set: map[string]bool{"east": false}})
 	waitFor(t, 2*time.Second, "every member applies it", func() bool {
 		for _, n := range nodes {
 			if n.State().On("east") {
@@ -146,9 +144,7 @@ func TestMinorityRefusesNamingTheQuorum(t *testing.T) {
 	_, nodes := group(t, 3)
 	waitFor(t, 10*time.Second, "a leader", func() bool { return hasLeader(nodes...) })
 	ctx := context.Background()
-	if err := nodes[0].Change(ctx, Request{Set: map[string]bool{"east": false}}); err != nil {
-		t.Fatal(err)
-	}
+	change(t, nodes[0], Request{Set: map[string]bool{"east": false}})
 	waitFor(t, 2*time.Second, "m2 applies it", func() bool { return !nodes[2].State().On("east") })
 	nodes[0].Close()
 	nodes[1].Close()
@@ -171,13 +167,27 @@ func TestConcurrentChangesNeverBreakTheRule(t *testing.T) {
 	_, nodes := group(t, 3)
 	waitFor(t, 10*time.Second, "a leader", func() bool { return hasLeader(nodes...) })
 	ctx := context.Background()
-	for round := range 30 {
+	both := Request{Set: map[string]bool{"east": true, "west": true}}
+	for round, tries := 0, 0; round < 30; tries++ {
+		if tries == 100 {
+			t.Fatalf("%d rounds of 100 without a leader change", round)
+		}
 		var wg sync.WaitGroup
 		errs := make([]error, 2)
 		for i, c := range []string{"east", "west"} {
 			wg.Go(func() { errs[i] = nodes[i].Change(ctx, Request{Set: map[string]bool{c: false}}) })
 		}
 		wg.Wait()
+		var qe *QuorumError
+		if errors.As(errs[0], &qe) || errors.As(errs[1], &qe) {
+			// An election on a loaded machine (refused, or its outcome unknown):
+			// the rule still holds, but the round says nothing of the race.
+			if st, err := nodes[2].ReadConsistent(ctx); err == nil && !st.On("east") && !st.On("west") {
+				t.Fatalf("round %d: both off after %v / %v", round, errs[0], errs[1])
+			}
+			change(t, nodes[2], both)
+			continue
+		}
 		if (errs[0] == nil) == (errs[1] == nil) {
 			t.Fatalf("round %d: east %v, west %v: want exactly one applied", round, errs[0], errs[1])
 		}
@@ -186,9 +196,8 @@ func TestConcurrentChangesNeverBreakTheRule(t *testing.T) {
 				t.Fatalf("round %d: refusal %q does not name the rule", round, err)
 			}
 		}
-		if err := nodes[2].Change(ctx, Request{Set: map[string]bool{"east": true, "west": true}}); err != nil {
-			t.Fatal(err)
-		}
+		change(t, nodes[2], both)
+		round++
 	}
 }
 
@@ -337,8 +346,11 @@ func TestControlPortFloodLocksNoVoterOut(t *testing.T) {
 	}
 	var left atomic.Int32
 	var wg sync.WaitGroup
-	deadline := time.Now().Add(500 * time.Millisecond) // well within the handshake timeout
-	for _, c := range flood {                          // all at once: each waits until the deadline
+	// Within the handshake timeout (2 s), and late enough that the accept loop has
+	// taken (and refused the excess of) every flood connection on a loaded machine:
+	// one still in the listen queue reads as open.
+	deadline := time.Now().Add(1200 * time.Millisecond)
+	for _, c := range flood { // all at once: each waits until the deadline
 		wg.Go(func() {
 			if open(c, deadline) {
 				left.Add(1)

@@ -67,7 +67,9 @@ func TestWebSocketCanaryFailover(t *testing.T) {
 	srv.CloseClientConnections()
 	srv.Close()
 	took := waitFor("primary seen down", 3*time.Second, func(st Status) bool { return st.Down })
-	if limit := 2*interval + budget(spec) + 200*time.Millisecond; took > limit {
+	// The slack is for scheduling on a loaded machine (two timers, a publication,
+	// this goroutine's wake-up under -race), which the 100 ms scale leaves no room for.
+	if limit := 2*interval + budget(spec) + time.Second; took > limit {
 		t.Errorf("dead primary seen after %s; want at most %s", took, limit)
 	}
 	if in, _ := s.Info(fp); in.LastErr == "" || in.LastChange.IsZero() {

@@ -100,9 +100,11 @@ func TestIdenticalReadsAllAnswered(t *testing.T) {
 // signed change sent again at once is throttled (a request SDKs retry), not
 // refused as a replay; once the pace lets it through, it applies.
 func TestThrottlingDecidedBeforeReplay(t *testing.T) {
-	s, _ := startTest(t, Limits{MaxConns: 64, MaxBody: 1 << 20, Rate: 2, Burst: 1, Timeout: 10 * time.Second}, Zone{Name: "example.org."})
+	s, _ := startTest(t, Limits{MaxConns: 64, MaxBody: 1 << 20, Rate: 0.2, Burst: 1, Timeout: 10 * time.Second}, Zone{Name: "example.org."})
 	at := time.Now()
 	path := "/2013-04-01/hostedzone/" + ZoneID("example.org.") + "/rrset/"
+	// One request every 5 s: the change must come before the listing's token is
+	// back, however slowly a loaded machine sends it.
 	if c, _, body := answer(t, signed(t, s.Addr(), "GET", "/2013-04-01/hostedzone", "", at)); c != http.StatusOK {
 		t.Fatalf("a listing: %d %s", c, body)
 	}
@@ -111,7 +113,7 @@ func TestThrottlingDecidedBeforeReplay(t *testing.T) {
 		t.Fatalf("a change past the pace: %d %s, want Throttling", c, code)
 	}
 	var last string
-	coretest.WaitUntil(t, 5*time.Second, "the throttled change, sent again with its signature, applies", func() bool {
+	coretest.WaitUntil(t, 15*time.Second, "the throttled change, sent again with its signature, applies", func() bool {
 		c, code, b := answer(t, signed(t, s.Addr(), "POST", path, body, at))
 		last = code + " " + b
 		if code == "SignatureDoesNotMatch" || code == "InvalidInput" {
