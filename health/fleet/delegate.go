@@ -74,14 +74,16 @@ func (e *events) NotifyLeave(n *memberlist.Node) {
 	f.mu.Lock()
 	delete(f.alive, n.Name)
 	f.membersMovedLocked()
-	// Every member that memberlist drops is joined again by its address, the
-	// ones that left included: memberlist never sets the Node's State it hands
-	// here (its own record of the state is another field), so a failure and a
-	// leave look the same. Without this, a member's only way back after a long
+	// A member that memberlist drops is joined again at its address, unless it
+	// said it was leaving (Stop; parseMeta). memberlist itself does not tell: it
+	// never sets the State of the Node it hands here (its own record of the state
+	// is another field). Without this, a member's only way back after a long
 	// partition was its own join targets, which it does not retry once gossip to
 	// the dead has made them alive to it again: each side held the other dead
 	// until memberlist forgot it (a minute or more).
-	f.lost[n.Name] = lostMember{addr: n.Address(), since: f.now()}
+	if !f.meta[n.Name].leaving {
+		f.lost[n.Name] = lostMember{addr: n.Address(), since: f.now()}
+	}
 	membersAlive.Set(float64(len(f.alive)))
 	f.nodes.Store(int32(len(f.alive)))
 	f.dirtyAll = true

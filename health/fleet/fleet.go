@@ -178,6 +178,7 @@ type Fleet struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	stopped bool
+	leaving atomic.Bool // Stop has begun: the node metadata says so (nodeMeta)
 }
 
 type ownReport struct {
@@ -377,6 +378,12 @@ func (f *Fleet) Stop() {
 		return
 	}
 	f.stopped = true
+	// First tell the others this member is leaving, so that they do not join it
+	// again once it is gone, as they do a member that failed; then leave.
+	f.leaving.Store(true)
+	if err := ml.UpdateNode(time.Second); err != nil {
+		log.Debugf("fleet: announcing the leave: %v", err)
+	}
 	if err := ml.Leave(2 * time.Second); err != nil {
 		log.Debugf("fleet: leave: %v", err)
 	}
@@ -613,7 +620,7 @@ func (f *Fleet) joinLoop(ctx context.Context) {
 	for {
 		wait := f.cfg.MaxBackoff
 		if targets := f.missing(); len(targets) > 0 {
-			n, err := f.ml.Load().Join(targets)
+			n, err := f.join(targets)
 			if n == 0 && !warned {
 				if f.nodes.Load() > 1 { // a member dropped or stopped, others still here
 					log.Infof("fleet: cannot join %s again yet, retrying: %v", strings.Join(targets, " "), err)
@@ -642,7 +649,32 @@ func (f *Fleet) joinLoop(ctx context.Context) {
 	}
 }
 
-// missing returns the join targets and failed members' addresses not alive now.
+// joinAtOnce is how many join targets join tries at once.
+const joinAtOnce = 8
+
+// join joins targets, up to joinAtOnce at a time, each on its own: an address
+// where nothing answers (a member's host gone) costs its own dial timeout (30 s at
+// the WAN profile), not every later target's too. It returns how many it joined.
+func (f *Fleet) join(targets []string) (int, error) {
+	ml := f.ml.Load()
+	var joined atomic.Int32
+	errs := make([]error, len(targets))
+	slots := make(chan struct{}, joinAtOnce)
+	var wg sync.WaitGroup
+	for i, a := range targets {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			n, err := ml.Join([]string{a})
+			joined.Add(int32(n))
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	return int(joined.Load()), errors.Join(errs...)
+}
+
+// missing returns the join targets and dropped members' addresses not alive now.
 func (f *Fleet) missing() []string {
 	self := f.Addr()
 	f.mu.Lock()

@@ -384,7 +384,7 @@ func TestPartitionHealsAfterMemberlistDeclaresDead(t *testing.T) {
 // TestDroppedMemberJoinedAgainByAddress: two members that met through a seed (their
 // only join target, stopped since) are split until memberlist drops each from the
 // other, then healed: each joins the other again at the address it had, as nothing
-// else would bring them back. Tuned timers (fast), so that memberlist itself
+// else would bring them back; the seed, which said it was leaving, is not joined again. Tuned timers (fast), so that memberlist itself
 // declares the other dead within seconds, and no gossip to the dead, which could
 // otherwise reach the other side in the second after it dropped it;
 // TestPartitionHealsAfterDeadDefaults takes the same path at the defaults.
@@ -398,6 +398,14 @@ func TestDroppedMemberJoinedAgainByAddress(t *testing.T) {
 	seed, a, b := ms[0], ms[1], ms[2]
 	seed.Stop()
 	waitFor(t, 10*time.Second, "the seed's leave reaches both", func() bool { return len(a.Members()) == 2 && len(b.Members()) == 2 })
+	for _, m := range []*Fleet{a, b} { // it said it was leaving: nobody tries it again
+		m.mu.Lock()
+		_, again := m.lost[seed.Name()]
+		m.mu.Unlock()
+		if again {
+			t.Errorf("%s will join the seed again, which left", m.Name())
+		}
+	}
 
 	n.split([]*Fleet{a}, []*Fleet{b})
 	waitFor(t, 20*time.Second, "memberlist drops the other side", func() bool { return len(a.Members()) == 1 && len(b.Members()) == 1 })

@@ -41,18 +41,28 @@ const LargeFleet = 10
 // memberMeta is what memberlist's node metadata carries of a member: its region
 // and role, and the hash of its name that places checkers.
 type memberMeta struct {
-	region string
-	role   Role
-	hash   uint64
+	region  string
+	role    Role
+	hash    uint64
+	leaving bool // it is stopping: not to be joined again once it is gone (events.NotifyLeave)
 }
 
 // metaVersion starts the node metadata; a member that sends none (an older
-// version) is taken as region "" and role both.
-const metaVersion = 1
+// version) is taken as region "" and role both. metaLeaving starts it instead,
+// in the same layout, once the member is stopping (Fleet.Stop); an earlier version
+// reads that as no region and role both, for the moment before the member leaves.
+const (
+	metaVersion = 1
+	metaLeaving = 2
+)
 
-// nodeMeta is this member's node metadata: version, role, region.
+// nodeMeta is this member's node metadata: version (or leaving), role, region.
 func (f *Fleet) nodeMeta(limit int) []byte {
-	b := append([]byte{metaVersion, byte(f.cfg.Role)}, f.cfg.Region...)
+	v := byte(metaVersion)
+	if f.leaving.Load() {
+		v = metaLeaving
+	}
+	b := append([]byte{v, byte(f.cfg.Role)}, f.cfg.Region...)
 	if len(b) > limit {
 		return b[:2]
 	}
@@ -62,8 +72,8 @@ func (f *Fleet) nodeMeta(limit int) []byte {
 // parseMeta reads a member's node metadata.
 func parseMeta(name string, b []byte) memberMeta {
 	m := memberMeta{hash: nameHash(name)}
-	if len(b) >= 2 && b[0] == metaVersion && Role(b[1]) <= RoleProbe {
-		m.role, m.region = Role(b[1]), string(b[2:])
+	if len(b) >= 2 && (b[0] == metaVersion || b[0] == metaLeaving) && Role(b[1]) <= RoleProbe {
+		m.role, m.region, m.leaving = Role(b[1]), string(b[2:]), b[0] == metaLeaving
 	}
 	return m
 }
