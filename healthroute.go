@@ -137,13 +137,11 @@ func (h *HealthRoute) message(ctx context.Context, w dns.ResponseWriter, r *dns.
 		}
 		return nil, w, 0
 	}
-	var m *dns.Msg
-	if ans.Out != nil {
-		m = &ans.Out.Msg // allocated with the answer built for this query
-	} else {
-		m = new(dns.Msg)
+	if ans.Out == nil { // else allocated with the answer built for this query
+		ans.Out = new(routing.ReplyMsg)
 	}
-	m.SetReply(r)
+	// The message and its question in one allocation, with the room when built per query.
+	m := ans.Out.SetReply(r)
 	m.Authoritative, m.Rcode, m.Answer, m.Ns, m.Extra = !ans.Referral, ans.Rcode, ans.RRs, ans.Ns, ans.Extra // shared, read-only
 	if ecs != nil {
 		echoECS(m, r, ecs, q.Client, ans.Scope)

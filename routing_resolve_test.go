@@ -466,7 +466,7 @@ func TestPlainAnswerAllocs(t *testing.T) {
 func BenchmarkResolveCNAMEChase(b *testing.B) {
 	r, _ := testResolver(b, chaseBlock)
 	q := routing.Query{Name: "two.example.org.", Type: dns.TypeA, Client: testClient}
-	reply := new(routing.ReplyMsg)
+	reply := routing.NewReplyMsg(16)
 	b.ReportAllocs()
 	for b.Loop() {
 		resolveInto(r, q, reply)

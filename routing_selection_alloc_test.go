@@ -97,7 +97,7 @@ func TestSelectionAllocatesNothing(t *testing.T) {
 	ie := routing.ClientLocation{Country: "IE", Continent: "EU", Lat: 53.3, Lon: -6.3, HasCoords: true}
 	client := netip.MustParsePrefix("198.51.100.0/24")
 	other := netip.MustParsePrefix("203.0.113.7/32")
-	reply := new(routing.ReplyMsg)
+	reply := routing.NewReplyMsg(16)
 	for _, down := range [][]string{nil, {"c1"}, {"c3"}, {"c1", "c2", "c3", "c4"}} {
 		r.Publish(snapshot(cfg, down...))
 		for _, name := range selectionNames {

@@ -55,31 +55,6 @@ type Answer struct {
 	chase     bool        // step: a CNAME that chase follows
 }
 
-// replyRoom is how many records an answer built per query holds without allocating
-// beyond its reply: eight multivalue records and a CNAME chain of up to maxChase steps,
-// with room to spare.
-const replyRoom = 16
-
-// ReplyMsg is the reply message and the room of an answer built per query, in one
-// allocation: a multivalue answer or a CNAME chain costs nothing beyond the reply.
-type ReplyMsg struct {
-	Msg dns.Msg
-	RRs [replyRoom]dns.RR
-}
-
-// room returns the free room to append an answer built per query to (length 0), in
-// the reply, which it allocates the first time. An answer longer than the room
-// outgrows it as any slice does.
-func (ans *Answer) room() []dns.RR {
-	if ans.buf == nil {
-		if ans.Out == nil {
-			ans.Out = new(ReplyMsg)
-		}
-		ans.buf = ans.Out.RRs[:0]
-	}
-	return ans.buf[:0]
-}
-
 // Resolver answers queries from the latest compiled table. It is safe for concurrent
 // use; ResolveInto takes no lock.
 type Resolver struct {
@@ -340,7 +315,7 @@ const maxChase = 8
 // it), at a name already in the chain (a loop), and after maxChase steps.
 func (r *Resolver) chase(t *Table, q *Query, ans *Answer) {
 	p := t.Plan
-	chain := append(ans.room(), ans.RRs...) // in place when the first step built its RRs in the room
+	chain := append(ans.room(largeRoom), ans.RRs...) // in place when the first step built its RRs in the room
 	ans.chase = false
 	for range maxChase {
 		target := chain[len(chain)-1].(*dns.CNAME).Target
@@ -465,7 +440,7 @@ func (r *Resolver) walk(t *Table, e *Entry, n *Node, q *Query, ans *Answer) (rrs
 				ans.ResortSet = n.Set
 			}
 			ans.Leaf = nil
-			rrs := r.pickSet(t.Plan, e, n, st, ans.room())
+			rrs := r.pickSet(t.Plan, e, n, st, ans.room(len(st.Cands)))
 			if q.trace != nil {
 				r.explain(t, n, q, -1)
 			}
