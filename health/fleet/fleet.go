@@ -203,9 +203,11 @@ type peer struct {
 	beat     uint64   // sentAt of the newest beat
 	beatSeq  uint64   // its sequence
 	heard    time.Time
-	vouched  time.Time        // when its newest beat arrived: every report it holds was fresh then
+	vouched  time.Time        // when its newest beat was heard (heardLocked): every report it holds was fresh then
 	offsets  [8]time.Duration // its wall clock minus ours at its last beats
 	nOffsets int
+	sent     [8]time.Time // arrival minus sentAt of its last messages: its clock's zero on this member's (heardLocked)
+	nSent    int
 	warned   time.Time // when its clock offset was last logged
 	fresh    bool      // as last evaluated, to notice changes
 	lapsed   bool      // fell silent past Suspicion; its return is a heal: full sets both ways

@@ -1,14 +1,17 @@
 package fleet
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"net"
 	"net/netip"
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -272,15 +275,63 @@ func cluster(t testing.TB, n *netsim, size int, tmpl member) []*Fleet {
 		}
 		ms = append(ms, start(t, n, m))
 	}
-	waitFor(t, max(30*time.Second, time.Duration(size)*300*time.Millisecond), "every member sees the whole fleet", func() bool {
+	waitForDetail(t, joinSpread(size, tmpl.tune), "every member sees the whole fleet", func() bool {
 		for _, m := range ms {
 			if len(m.Members()) != size {
 				return false
 			}
 		}
 		return true
-	})
+	}, func() string { return missingMembers(ms) })
 	return ms
+}
+
+// joinSpread is how long cluster waits, after the last member started, for every
+// member of size to see every other: 30 s (300 ms a member past 100), or as long as
+// memberlist may take at timers tune (nil: the WAN profile's) to tell a member of
+// a newcomer that gossip did not reach. Each member that learns of a newcomer
+// relays its alive message 4·⌈log10(n+1)⌉ times to members picked at random, and
+// each later newcomer relays every member it learns of again; a member that none
+// of those reached (in about 1 of 200 fake-clock cold starts of 20 members here,
+// always one of the last to join: no later newcomer relays it) learns of it only
+// at its next push-pull, which memberlist runs a random part of PushPullInterval
+// plus one whole interval after the member started, and every interval after
+// (60 s at the WAN profile, longer past 32 members): two intervals after the last
+// start, and 10 s for the exchange and a loaded machine.
+func joinSpread(size int, tune func(*memberlist.Config)) time.Duration {
+	c := memberlist.DefaultWANConfig()
+	if tune != nil {
+		tune(c)
+	}
+	pushPull := c.PushPullInterval
+	if size > 32 { // memberlist's pushPullScale
+		pushPull *= time.Duration(math.Ceil(math.Log2(float64(size))-math.Log2(32)) + 1)
+	}
+	return max(30*time.Second, time.Duration(size)*300*time.Millisecond, 2*pushPull+10*time.Second)
+}
+
+// missingMembers says, for each member that does not see all of ms, whom it misses
+// and what memberlist tells it of them.
+func missingMembers(ms []*Fleet) string {
+	var b strings.Builder
+	for _, m := range ms {
+		seen := m.Members()
+		if len(seen) == len(ms) {
+			continue
+		}
+		ml := map[string]string{}
+		if l := m.ml.Load(); l != nil {
+			for _, n := range l.Members() {
+				ml[n.Name] = fmt.Sprintf("listed (state %d)", n.State)
+			}
+		}
+		for _, o := range ms {
+			if !slices.Contains(seen, o.Name()) {
+				fmt.Fprintf(&b, "\n%s misses %s (memberlist: %s)", m.Name(), o.Name(), cmp.Or(ml[o.Name()], "not listed"))
+			}
+		}
+	}
+	return b.String()
 }
 
 // waitFor polls cond until it holds, failing the test after d.

@@ -94,9 +94,15 @@ func (f *Fleet) shiftLocked(d time.Duration) {
 	for _, r := range f.own {
 		back(&r.observed)
 	}
+	// This member's own clock, as its messages carry it (sentAt), counts the
+	// suspension: the others read their arrival against it (heardLocked).
+	f.start = f.start.Add(-d)
 	for _, p := range f.peers {
 		back(&p.heard)
 		back(&p.vouched)
+		for i := range p.sent[:min(p.nSent, len(p.sent))] {
+			back(&p.sent[i])
+		}
 		for id, r := range p.reports {
 			back(&r.probed)
 			p.reports[id] = r

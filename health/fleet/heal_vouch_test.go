@@ -20,9 +20,10 @@ func TestLapsedMemberVouchesAfterItsFullSet(t *testing.T) {
 	f.ran = now
 	f.alive["p"] = memberlist.Node{Name: "p"}
 	id := shortID("fp")
-	sent := uint64(1)
+	start, sent := now, uint64(0)
 	send := func(typ byte, seq, digest uint64, es ...entry) {
-		sent += 100
+		// p's clock runs as this one does (heardLocked reads arrivals against it).
+		sent = max(sent+1, uint64(now.Sub(start).Milliseconds()))
 		h := header{typ: typ, name: "p", epoch: 1, seq: seq, sentAt: sent}
 		b := appendHeader(nil, h)
 		switch typ {
