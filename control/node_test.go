@@ -18,15 +18,28 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
-// freeAddr returns a loopback address with a port free now.
+// handedOut is every address freeAddr returned in this process.
+var handedOut sync.Map
+
+// freeAddr returns a loopback address with a port free now, and one it has not
+// returned before: the kernel may hand out a port again as soon as the listener
+// that found it closes, and two voters given the same address cannot start (CI:
+// "found duplicate address in configuration").
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := l.Addr().String()
+		l.Close()
+		if _, again := handedOut.LoadOrStore(a, true); !again {
+			return a
+		}
 	}
-	defer l.Close()
-	return l.Addr().String()
+	t.Fatal("no free loopback port that was not handed out before, in 100 tries")
+	return ""
 }
 
 // waitFor polls cond every 10 ms until it holds, failing after within.
